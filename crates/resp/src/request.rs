@@ -1,0 +1,494 @@
+//! Parsing what clients send, as Redis's `processMultibulkBuffer` and
+//! `processInlineBuffer` do: same limits, same error strings, same leniency.
+//!
+//! A request is either a multibulk array of bulk strings (what every client
+//! library sends) or an inline line of space-separated, optionally quoted
+//! words (what a person types into `nc` or `telnet`). The decoder is a small
+//! state machine that keeps the arguments parsed so far, so a request with a
+//! million arguments, or a 512 MB value arriving in 16 KB reads, is parsed in
+//! one pass. Arguments are split off the read buffer without copying.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Longest inline request, and longest `*n` / `$n` header line, Redis accepts.
+pub const MAX_INLINE_LEN: usize = 64 * 1024;
+/// Most arguments in one multibulk request. Redis 7.0 allows up to INT_MAX;
+/// keel caps it so a bogus count cannot make a connection reserve gigabytes.
+pub const MAX_MULTIBULK_LEN: usize = 1024 * 1024;
+/// Default `proto-max-bulk-len`: the largest single argument, 512 MB.
+pub const DEFAULT_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
+/// Before AUTH succeeds, Redis allows at most this many arguments...
+const UNAUTHENTICATED_MAX_MULTIBULK_LEN: usize = 10;
+/// ...of at most this many bytes each, so unauthenticated peers cannot make
+/// the server buffer much.
+const UNAUTHENTICATED_MAX_BULK_LEN: usize = 16 * 1024;
+
+/// Limits that depend on configuration and on the connection's state.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `proto-max-bulk-len`.
+    pub max_bulk_len: usize,
+    /// False while a password is required and the client has not given it.
+    pub authenticated: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: DEFAULT_MAX_BULK_LEN,
+            authenticated: true,
+        }
+    }
+}
+
+/// A request that breaks the protocol. The server replies with
+/// `-ERR {self}` and closes the connection after that reply, as Redis does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// An inline line longer than [`MAX_INLINE_LEN`] without a newline.
+    TooBigInline,
+    /// A `*n` line longer than [`MAX_INLINE_LEN`].
+    TooBigMultibulkCount,
+    /// A `$n` line longer than [`MAX_INLINE_LEN`].
+    TooBigBulkCount,
+    /// `*n` with n not a number or over [`MAX_MULTIBULK_LEN`].
+    InvalidMultibulkLength,
+    /// `$n` with n not a number, negative or over `proto-max-bulk-len`.
+    InvalidBulkLength,
+    /// More than 10 arguments before AUTH.
+    UnauthenticatedMultibulkLength,
+    /// An argument over 16 KB before AUTH.
+    UnauthenticatedBulkLength,
+    /// Something other than `$` where a bulk string must start.
+    ExpectedDollar(u8),
+    /// An inline line with a quote that does not close properly.
+    UnbalancedQuotes,
+}
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self {
+            ProtocolError::TooBigInline => "too big inline request",
+            ProtocolError::TooBigMultibulkCount => "too big mbulk count string",
+            ProtocolError::TooBigBulkCount => "too big bulk count string",
+            ProtocolError::InvalidMultibulkLength => "invalid multibulk length",
+            ProtocolError::InvalidBulkLength => "invalid bulk length",
+            ProtocolError::UnauthenticatedMultibulkLength => "unauthenticated multibulk length",
+            ProtocolError::UnauthenticatedBulkLength => "unauthenticated bulk length",
+            ProtocolError::ExpectedDollar(got) => {
+                return write!(f, "Protocol error: expected '$', got '{}'", *got as char)
+            }
+            ProtocolError::UnbalancedQuotes => "unbalanced quotes in request",
+        };
+        write!(f, "Protocol error: {what}")
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// Incremental decoder of client requests; one per connection.
+#[derive(Debug, Default)]
+pub struct RequestDecoder {
+    /// Arguments of a multibulk request still being received.
+    partial: Option<Partial>,
+}
+
+#[derive(Debug)]
+struct Partial {
+    remaining: usize,
+    args: Vec<Bytes>,
+    /// Length of the bulk whose header was read but whose payload was not.
+    bulk_len: Option<usize>,
+}
+
+impl RequestDecoder {
+    /// A decoder at the start of a request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True when part of a request has been consumed from the buffer but the
+    /// request is not complete yet.
+    pub fn is_mid_request(&self) -> bool {
+        self.partial.is_some()
+    }
+
+    /// How many more bytes the request being received needs at least: lets
+    /// the connection reserve a big argument's space in one allocation.
+    pub fn bytes_wanted(&self) -> usize {
+        self.partial
+            .as_ref()
+            .and_then(|p| p.bulk_len)
+            .map_or(0, |len| len + 2)
+    }
+
+    /// Takes the next complete request off the front of `buf`.
+    ///
+    /// `Ok(None)` means more bytes are needed; what was consumed so far is
+    /// remembered. Empty requests (`*0`, blank lines) are skipped as Redis
+    /// skips them. On `Err`, the connection must be closed after replying.
+    pub fn next(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        loop {
+            if self.partial.is_none() {
+                let Some(&first) = buf.first() else {
+                    return Ok(None);
+                };
+                let started = if first == b'*' {
+                    self.start_multibulk(buf, limits)?
+                } else {
+                    match inline_request(buf)? {
+                        Some(args) if args.is_empty() => continue,
+                        Some(args) => return Ok(Some(args)),
+                        None => return Ok(None),
+                    }
+                };
+                if !started {
+                    return Ok(None);
+                }
+                if self.partial.is_none() {
+                    continue; // `*0` or `*-1`: nothing to run.
+                }
+            }
+            return self.continue_multibulk(buf, limits);
+        }
+    }
+
+    /// Reads the `*n` line. Returns false if the line is not complete yet.
+    fn start_multibulk(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+    ) -> Result<bool, ProtocolError> {
+        let Some(count) = header_line(buf, ProtocolError::TooBigMultibulkCount)? else {
+            return Ok(false);
+        };
+        let count = parse_len(count).ok_or(ProtocolError::InvalidMultibulkLength)?;
+        if count > MAX_MULTIBULK_LEN as i64 {
+            return Err(ProtocolError::InvalidMultibulkLength);
+        }
+        if count > UNAUTHENTICATED_MAX_MULTIBULK_LEN as i64 && !limits.authenticated {
+            return Err(ProtocolError::UnauthenticatedMultibulkLength);
+        }
+        if count > 0 {
+            let count = count as usize;
+            self.partial = Some(Partial {
+                remaining: count,
+                // Trust the count only as far as the bytes already here
+                // could back it: each argument needs at least 4 bytes.
+                args: Vec::with_capacity(count.min(buf.len() / 4 + 1)),
+                bulk_len: None,
+            });
+        }
+        Ok(true)
+    }
+
+    fn continue_multibulk(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let partial = self.partial.as_mut().expect("called mid-request");
+        while partial.remaining > 0 {
+            let len = match partial.bulk_len {
+                Some(len) => len,
+                None => {
+                    let Some(&first) = buf.first() else {
+                        return Ok(None);
+                    };
+                    if first != b'$' {
+                        return Err(ProtocolError::ExpectedDollar(first));
+                    }
+                    let Some(text) = header_line(buf, ProtocolError::TooBigBulkCount)? else {
+                        return Ok(None);
+                    };
+                    let len = parse_len(text)
+                        .filter(|&n| n >= 0 && n as u64 <= limits.max_bulk_len as u64)
+                        .ok_or(ProtocolError::InvalidBulkLength)?
+                        as usize;
+                    if len > UNAUTHENTICATED_MAX_BULK_LEN && !limits.authenticated {
+                        return Err(ProtocolError::UnauthenticatedBulkLength);
+                    }
+                    partial.bulk_len = Some(len);
+                    len
+                }
+            };
+            if buf.len() < len + 2 {
+                return Ok(None);
+            }
+            partial.args.push(buf.split_to(len).freeze());
+            // Like Redis, the two bytes after the payload are skipped, not
+            // checked.
+            buf.advance(2);
+            partial.bulk_len = None;
+            partial.remaining -= 1;
+        }
+        Ok(self.partial.take().map(|p| p.args))
+    }
+}
+
+/// Consumes a header line (`*n\r\n` or `$n\r\n`) and returns its text after
+/// the type byte, or `None` if the line is incomplete. Like Redis, the line
+/// ends at the first CR and the byte after it is skipped.
+fn header_line(buf: &mut BytesMut, too_big: ProtocolError) -> Result<Option<Bytes>, ProtocolError> {
+    let Some(cr) = buf.iter().position(|&b| b == b'\r') else {
+        return if buf.len() > MAX_INLINE_LEN {
+            Err(too_big)
+        } else {
+            Ok(None)
+        };
+    };
+    if cr > MAX_INLINE_LEN {
+        return Err(too_big);
+    }
+    if buf.len() < cr + 2 {
+        return Ok(None);
+    }
+    let line = buf.split_to(cr).freeze();
+    buf.advance(2);
+    Ok(Some(line.slice(1..)))
+}
+
+/// Parses a decimal length as Redis's `string2ll` does: optional minus sign,
+/// digits, no spaces or plus sign.
+fn parse_len(text: Bytes) -> Option<i64> {
+    let s = std::str::from_utf8(&text).ok()?;
+    if s.is_empty() || s.starts_with('+') || (s.len() > 1 && s.starts_with('0')) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Consumes one inline line and splits it into arguments; `Some(vec![])`
+/// for a blank line.
+fn inline_request(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
+        return if buf.len() > MAX_INLINE_LEN {
+            Err(ProtocolError::TooBigInline)
+        } else {
+            Ok(None)
+        };
+    };
+    if newline > MAX_INLINE_LEN {
+        return Err(ProtocolError::TooBigInline);
+    }
+    let line = buf.split_to(newline + 1);
+    let mut text = &line[..newline];
+    if let Some(stripped) = text.strip_suffix(b"\r") {
+        text = stripped;
+    }
+    split_args(text)
+        .map(|args| Some(args.into_iter().map(Bytes::from).collect()))
+        .ok_or(ProtocolError::UnbalancedQuotes)
+}
+
+/// Splits a line into words the way Redis's `sdssplitargs` does: spaces
+/// separate words; "double quotes" allow `\n \r \t \b \a \\ \" \xHH`
+/// escapes; 'single quotes' allow only `\'`. A closing quote must be
+/// followed by a space or the end of the line. `None` on unbalanced quotes.
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == line.len() {
+            return Some(args);
+        }
+        let mut word = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        loop {
+            let c = line.get(i).copied();
+            if in_double {
+                match c {
+                    None => return None,
+                    Some(b'\\') if line.get(i + 3).is_some() && line[i + 1] == b'x' => {
+                        match (hex_digit(line[i + 2]), hex_digit(line[i + 3])) {
+                            (Some(hi), Some(lo)) => {
+                                word.push(hi * 16 + lo);
+                                i += 3;
+                            }
+                            _ => word.push(b'\\'),
+                        }
+                    }
+                    Some(b'\\') if i + 1 < line.len() => {
+                        i += 1;
+                        word.push(match line[i] {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'b' => 8,
+                            b'a' => 7,
+                            other => other,
+                        });
+                    }
+                    Some(b'"') => {
+                        if line.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
+                            return None;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    Some(b) => word.push(b),
+                }
+            } else if in_single {
+                match c {
+                    None => return None,
+                    Some(b'\\') if line.get(i + 1) == Some(&b'\'') => {
+                        i += 1;
+                        word.push(b'\'');
+                    }
+                    Some(b'\'') => {
+                        if line.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
+                            return None;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    Some(b) => word.push(b),
+                }
+            } else {
+                match c {
+                    None => break,
+                    Some(b) if b.is_ascii_whitespace() => break,
+                    Some(b'"') => in_double = true,
+                    Some(b'\'') => in_single = true,
+                    Some(b) => word.push(b),
+                }
+            }
+            i += 1;
+        }
+        args.push(word);
+    }
+}
+
+fn hex_digit(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(input: &[u8]) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+        let mut decoder = RequestDecoder::new();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        loop {
+            match decoder.next(&mut buf, &Limits::default()) {
+                Ok(Some(args)) => out.push(args),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    fn words(args: &[&str]) -> Vec<Bytes> {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn multibulk_and_inline_mix_in_one_buffer() {
+        let (reqs, err) =
+            decode_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\n*0\r\nset \"a b\" 'c'\r\n");
+        assert_eq!(err, None);
+        assert_eq!(
+            reqs,
+            vec![
+                words(&["GET", "k"]),
+                words(&["PING"]),
+                words(&["set", "a b", "c"])
+            ]
+        );
+    }
+
+    #[test]
+    fn byte_at_a_time_gives_the_same_requests() {
+        let input = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\nECHO \"x\\ty\"\r\n";
+        let mut decoder = RequestDecoder::new();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for &b in input.iter() {
+            buf.extend_from_slice(&[b]);
+            while let Some(args) = decoder.next(&mut buf, &Limits::default()).unwrap() {
+                out.push(args);
+            }
+        }
+        assert_eq!(
+            out,
+            vec![words(&["SET", "key", "value"]), words(&["ECHO", "x\ty"])]
+        );
+    }
+
+    #[test]
+    fn limits_give_redis_errors() {
+        let cases: &[(&[u8], ProtocolError)] = &[
+            (b"*1048577\r\n", ProtocolError::InvalidMultibulkLength),
+            (b"*x\r\n", ProtocolError::InvalidMultibulkLength),
+            (b"*1\r\n$536870913\r\n", ProtocolError::InvalidBulkLength),
+            (b"*1\r\n$-1\r\n", ProtocolError::InvalidBulkLength),
+            (b"*1\r\nx\r\n", ProtocolError::ExpectedDollar(b'x')),
+            (b"set \"a b\r\n", ProtocolError::UnbalancedQuotes),
+            (b"set \"a\"b c\r\n", ProtocolError::UnbalancedQuotes),
+        ];
+        for (input, want) in cases {
+            assert_eq!(decode_all(input).1.as_ref(), Some(want), "{input:?}");
+        }
+        let long_inline = vec![b'a'; MAX_INLINE_LEN + 1];
+        assert_eq!(
+            decode_all(&long_inline).1,
+            Some(ProtocolError::TooBigInline)
+        );
+        let mut long_count = b"*".to_vec();
+        long_count.extend(vec![b'1'; MAX_INLINE_LEN + 1]);
+        assert_eq!(
+            decode_all(&long_count).1,
+            Some(ProtocolError::TooBigMultibulkCount)
+        );
+        assert_eq!(
+            ProtocolError::ExpectedDollar(b'x').to_string(),
+            "Protocol error: expected '$', got 'x'"
+        );
+    }
+
+    #[test]
+    fn unauthenticated_clients_get_small_limits() {
+        let limits = Limits {
+            authenticated: false,
+            ..Limits::default()
+        };
+        let mut decoder = RequestDecoder::new();
+        let mut buf = BytesMut::from(&b"*11\r\n"[..]);
+        assert_eq!(
+            decoder.next(&mut buf, &limits),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        let mut decoder = RequestDecoder::new();
+        let mut buf = BytesMut::from(&b"*1\r\n$16385\r\n"[..]);
+        assert_eq!(
+            decoder.next(&mut buf, &limits),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+    }
+
+    #[test]
+    fn split_args_escapes() {
+        assert_eq!(
+            split_args(br#"a "\x41\n" 'it\'s' """#).unwrap(),
+            vec![
+                b"a".to_vec(),
+                b"A\n".to_vec(),
+                b"it's".to_vec(),
+                b"".to_vec()
+            ]
+        );
+        assert_eq!(split_args(b"  ").unwrap(), Vec::<Vec<u8>>::new());
+    }
+}

@@ -1,0 +1,263 @@
+use bytes::{BufMut, BytesMut};
+
+use crate::double::format_double;
+
+/// The protocol version a connection speaks; chosen with `HELLO 2|3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// RESP2, the default for a new connection.
+    #[default]
+    Resp2,
+    /// RESP3, with maps, sets, doubles, booleans, verbatim strings and pushes.
+    Resp3,
+}
+
+/// Appends replies to an output buffer in one protocol version.
+///
+/// Every reply a server sends goes through here, so the RESP2 downgrade rules
+/// (map → flat array, set → array, double → bulk string, boolean → integer,
+/// null → `$-1` or `*-1`) live in exactly one place.
+pub struct Writer<'a> {
+    buf: &'a mut BytesMut,
+    protocol: Protocol,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer appending to `buf` in `protocol`.
+    pub fn new(buf: &'a mut BytesMut, protocol: Protocol) -> Self {
+        Writer { buf, protocol }
+    }
+
+    /// The protocol this writer encodes, for commands whose reply shape
+    /// differs between versions beyond the automatic downgrades.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Bytes written so far to the underlying buffer.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True when nothing has been written to the buffer.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    fn header(&mut self, tag: u8, n: i64) {
+        let mut digits = itoa_buf();
+        self.buf.put_u8(tag);
+        self.buf.put_slice(format_i64(n, &mut digits));
+        self.buf.put_slice(b"\r\n");
+    }
+
+    /// `+OK`-style status reply. `s` must not contain CR or LF.
+    pub fn simple(&mut self, s: &str) {
+        self.buf.put_u8(b'+');
+        self.buf.put_slice(s.as_bytes());
+        self.buf.put_slice(b"\r\n");
+    }
+
+    /// `+OK`, the most common reply.
+    pub fn ok(&mut self) {
+        self.buf.put_slice(b"+OK\r\n");
+    }
+
+    /// An error reply. `msg` starts with the error code (`ERR`, `WRONGTYPE`,
+    /// ...); line breaks in it are replaced by spaces as Redis does, so a
+    /// message can never break the framing.
+    pub fn error(&mut self, msg: &str) {
+        self.buf.put_u8(b'-');
+        for &b in msg.as_bytes() {
+            self.buf
+                .put_u8(if b == b'\r' || b == b'\n' { b' ' } else { b });
+        }
+        self.buf.put_slice(b"\r\n");
+    }
+
+    /// An integer reply.
+    pub fn integer(&mut self, n: i64) {
+        self.header(b':', n);
+    }
+
+    /// A bulk string reply.
+    pub fn bulk(&mut self, data: &[u8]) {
+        self.header(b'$', data.len() as i64);
+        self.buf.put_slice(data);
+        self.buf.put_slice(b"\r\n");
+    }
+
+    /// A null bulk string: `$-1` in RESP2, `_` in RESP3.
+    pub fn null(&mut self) {
+        match self.protocol {
+            Protocol::Resp2 => self.buf.put_slice(b"$-1\r\n"),
+            Protocol::Resp3 => self.buf.put_slice(b"_\r\n"),
+        }
+    }
+
+    /// A null array: `*-1` in RESP2, `_` in RESP3.
+    pub fn null_array(&mut self) {
+        match self.protocol {
+            Protocol::Resp2 => self.buf.put_slice(b"*-1\r\n"),
+            Protocol::Resp3 => self.buf.put_slice(b"_\r\n"),
+        }
+    }
+
+    /// The header of an array of `n` elements; the elements follow.
+    pub fn array(&mut self, n: usize) {
+        self.header(b'*', n as i64);
+    }
+
+    /// The header of a map of `n` pairs; `2n` elements follow, key then
+    /// value. RESP2 clients see a flat array.
+    pub fn map(&mut self, n: usize) {
+        match self.protocol {
+            Protocol::Resp2 => self.header(b'*', 2 * n as i64),
+            Protocol::Resp3 => self.header(b'%', n as i64),
+        }
+    }
+
+    /// The header of a set of `n` elements. RESP2 clients see an array.
+    pub fn set(&mut self, n: usize) {
+        match self.protocol {
+            Protocol::Resp2 => self.header(b'*', n as i64),
+            Protocol::Resp3 => self.header(b'~', n as i64),
+        }
+    }
+
+    /// The header of an out-of-band push of `n` elements. RESP2 clients see
+    /// an array.
+    pub fn push(&mut self, n: usize) {
+        match self.protocol {
+            Protocol::Resp2 => self.header(b'*', n as i64),
+            Protocol::Resp3 => self.header(b'>', n as i64),
+        }
+    }
+
+    /// A double, formatted like Redis 7.0 (`%.17g`, `inf`, `-inf`). RESP2
+    /// clients see a bulk string.
+    pub fn double(&mut self, d: f64) {
+        let text = format_double(d);
+        match self.protocol {
+            Protocol::Resp2 => self.bulk(text.as_bytes()),
+            Protocol::Resp3 => {
+                self.buf.put_u8(b',');
+                self.buf.put_slice(text.as_bytes());
+                self.buf.put_slice(b"\r\n");
+            }
+        }
+    }
+
+    /// A boolean. RESP2 clients see the integer 1 or 0.
+    pub fn boolean(&mut self, b: bool) {
+        match self.protocol {
+            Protocol::Resp2 => self.integer(b as i64),
+            Protocol::Resp3 => self.buf.put_slice(if b { b"#t\r\n" } else { b"#f\r\n" }),
+        }
+    }
+
+    /// A big number given as its decimal digits. RESP2 clients see a bulk
+    /// string.
+    pub fn big_number(&mut self, digits: &str) {
+        match self.protocol {
+            Protocol::Resp2 => self.bulk(digits.as_bytes()),
+            Protocol::Resp3 => {
+                self.buf.put_u8(b'(');
+                self.buf.put_slice(digits.as_bytes());
+                self.buf.put_slice(b"\r\n");
+            }
+        }
+    }
+
+    /// A verbatim string with a three-letter format (`txt`, `mkd`). RESP2
+    /// clients see a plain bulk string, as `INFO` and `CLIENT LIST` do.
+    pub fn verbatim(&mut self, format: &[u8; 3], text: &[u8]) {
+        match self.protocol {
+            Protocol::Resp2 => self.bulk(text),
+            Protocol::Resp3 => {
+                self.header(b'=', text.len() as i64 + 4);
+                self.buf.put_slice(format);
+                self.buf.put_u8(b':');
+                self.buf.put_slice(text);
+                self.buf.put_slice(b"\r\n");
+            }
+        }
+    }
+
+    /// Raw bytes already in RESP form, for replies cached pre-encoded.
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.buf.put_slice(bytes);
+    }
+}
+
+type ItoaBuf = [u8; 20];
+
+fn itoa_buf() -> ItoaBuf {
+    [0; 20]
+}
+
+/// Formats `n` into `buf` without allocating; integers are in every header
+/// of every reply, so this is on the hottest path of the server.
+fn format_i64(n: i64, buf: &mut ItoaBuf) -> &[u8] {
+    let negative = n < 0;
+    let mut v = n.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if negative {
+        // i64::MIN has 19 digits, so there is always room for the sign.
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(protocol: Protocol, f: impl FnOnce(&mut Writer)) -> Vec<u8> {
+        let mut buf = BytesMut::new();
+        f(&mut Writer::new(&mut buf, protocol));
+        buf.to_vec()
+    }
+
+    #[test]
+    fn integers_format_like_redis() {
+        for n in [0, 1, -1, 42, i64::MAX, i64::MIN] {
+            let out = write(Protocol::Resp2, |w| w.integer(n));
+            assert_eq!(out, format!(":{n}\r\n").into_bytes());
+        }
+    }
+
+    #[test]
+    fn resp2_downgrades_resp3_types() {
+        assert_eq!(write(Protocol::Resp2, |w| w.map(2)), b"*4\r\n");
+        assert_eq!(write(Protocol::Resp3, |w| w.map(2)), b"%2\r\n");
+        assert_eq!(write(Protocol::Resp2, |w| w.boolean(true)), b":1\r\n");
+        assert_eq!(write(Protocol::Resp3, |w| w.boolean(false)), b"#f\r\n");
+        assert_eq!(write(Protocol::Resp2, |w| w.double(1.5)), b"$3\r\n1.5\r\n");
+        assert_eq!(write(Protocol::Resp3, |w| w.double(1.5)), b",1.5\r\n");
+        assert_eq!(write(Protocol::Resp2, |w| w.null()), b"$-1\r\n");
+        assert_eq!(write(Protocol::Resp2, |w| w.null_array()), b"*-1\r\n");
+        assert_eq!(write(Protocol::Resp3, |w| w.null_array()), b"_\r\n");
+        assert_eq!(
+            write(Protocol::Resp3, |w| w.verbatim(b"txt", b"hi")),
+            b"=6\r\ntxt:hi\r\n"
+        );
+    }
+
+    #[test]
+    fn error_messages_cannot_break_framing() {
+        assert_eq!(
+            write(Protocol::Resp2, |w| w.error("ERR bad\r\nthing")),
+            b"-ERR bad  thing\r\n"
+        );
+    }
+}
