@@ -1,0 +1,265 @@
+//! Per-key access tracking for OBJECT IDLETIME / OBJECT FREQ and, later, the
+//! eviction policies that read it.
+//!
+//! Each entry carries one 32-bit word that a reader updates with a relaxed
+//! atomic store, so recording an access never needs the shard's write lock.
+//! Its meaning follows the maxmemory policy, as in Redis: under LRU-style
+//! policies it is the access time in seconds since the store started; under
+//! LFU policies it is Redis's logarithmic counter (low 8 bits) with the
+//! minute of its last decrement (next 16 bits). Switching policy at run
+//! time reinterprets the word; like Redis, values adjust over time.
+
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+
+/// The maxmemory policies Redis names, with their config spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Policy {
+    /// Writes fail with OOM at the limit.
+    NoEviction,
+    /// Least recently used among all keys.
+    AllKeysLru,
+    /// Least frequently used among all keys.
+    AllKeysLfu,
+    /// Any key.
+    AllKeysRandom,
+    /// Least recently used among keys with a TTL.
+    VolatileLru,
+    /// Least frequently used among keys with a TTL.
+    VolatileLfu,
+    /// Any key with a TTL.
+    VolatileRandom,
+    /// The key with the nearest expiry.
+    VolatileTtl,
+}
+
+impl Policy {
+    const ALL: [Policy; 8] = [
+        Policy::NoEviction,
+        Policy::AllKeysLru,
+        Policy::AllKeysLfu,
+        Policy::AllKeysRandom,
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+    ];
+
+    /// The name used in `maxmemory-policy`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::NoEviction => "noeviction",
+            Policy::AllKeysLru => "allkeys-lru",
+            Policy::AllKeysLfu => "allkeys-lfu",
+            Policy::AllKeysRandom => "allkeys-random",
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
+    /// Parses a `maxmemory-policy` value, case-insensitively as Redis does.
+    pub fn parse(name: &str) -> Option<Policy> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+
+    /// True for the LFU policies, which track frequency instead of recency.
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
+    }
+
+    /// True where Redis keeps per-key recency or frequency, which rules out
+    /// sharing small integer objects (visible through OBJECT REFCOUNT).
+    pub fn tracks_keys(self) -> bool {
+        matches!(
+            self,
+            Policy::AllKeysLru | Policy::VolatileLru | Policy::AllKeysLfu | Policy::VolatileLfu
+        )
+    }
+}
+
+/// Redis's LFU_INIT_VAL: new keys start here so they are not evicted at
+/// once for lack of history.
+const LFU_INIT: u32 = 5;
+
+/// The settings access tracking reads on every access; atomics so CONFIG
+/// SET takes effect without locking the keyspace.
+#[derive(Debug)]
+pub struct AccessConfig {
+    policy: AtomicU8,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_minutes: AtomicU32,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        AccessConfig {
+            policy: AtomicU8::new(Policy::NoEviction as u8),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_minutes: AtomicU32::new(1),
+        }
+    }
+}
+
+impl AccessConfig {
+    /// The current maxmemory policy.
+    pub fn policy(&self) -> Policy {
+        Policy::ALL[self.policy.load(Ordering::Relaxed) as usize]
+    }
+
+    /// Changes the maxmemory policy.
+    pub fn set_policy(&self, policy: Policy) {
+        self.policy.store(policy as u8, Ordering::Relaxed);
+    }
+
+    /// `lfu-log-factor`: how many accesses each counter step needs.
+    pub fn lfu_log_factor(&self) -> u32 {
+        self.lfu_log_factor.load(Ordering::Relaxed)
+    }
+
+    /// Sets `lfu-log-factor`.
+    pub fn set_lfu_log_factor(&self, v: u32) {
+        self.lfu_log_factor.store(v, Ordering::Relaxed);
+    }
+
+    /// `lfu-decay-time`: minutes per counter decrement when idle.
+    pub fn lfu_decay_minutes(&self) -> u32 {
+        self.lfu_decay_minutes.load(Ordering::Relaxed)
+    }
+
+    /// Sets `lfu-decay-time`.
+    pub fn set_lfu_decay_minutes(&self, v: u32) {
+        self.lfu_decay_minutes.store(v, Ordering::Relaxed);
+    }
+}
+
+/// A point in time as access tracking sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    /// Seconds since the store started.
+    pub seconds: u32,
+    /// Minutes since the store started, modulo 2^16 (Redis's LFU clock).
+    pub minutes: u16,
+}
+
+/// The per-entry access word.
+#[derive(Debug)]
+pub struct Access(AtomicU32);
+
+impl Access {
+    /// The word for a key created now.
+    pub fn new(config: &AccessConfig, clock: Clock) -> Access {
+        Access(AtomicU32::new(initial(config, clock)))
+    }
+
+    /// Records an access: recency under LRU policies, a probabilistic
+    /// logarithmic increment under LFU ones.
+    pub fn touch(&self, config: &AccessConfig, clock: Clock) {
+        let word = if config.policy().is_lfu() {
+            let counter = self.decayed_counter(config, clock);
+            let counter = lfu_increment(counter, config.lfu_log_factor());
+            ((clock.minutes as u32) << 8) | counter
+        } else {
+            clock.seconds
+        };
+        self.0.store(word, Ordering::Relaxed);
+    }
+
+    /// Copies the word of another entry (RENAME keeps the key's history).
+    pub fn copy_from(&self, other: &Access) {
+        self.0
+            .store(other.0.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Seconds since the last access (meaningful under non-LFU policies).
+    pub fn idle_seconds(&self, clock: Clock) -> u32 {
+        clock.seconds.wrapping_sub(self.0.load(Ordering::Relaxed))
+    }
+
+    /// The LFU counter after applying the decay due since its last
+    /// decrement, as OBJECT FREQ reports it.
+    pub fn decayed_counter(&self, config: &AccessConfig, clock: Clock) -> u32 {
+        let word = self.0.load(Ordering::Relaxed);
+        let counter = word & 0xff;
+        let last_minute = ((word >> 8) & 0xffff) as u16;
+        let elapsed = clock.minutes.wrapping_sub(last_minute) as u32;
+        let periods = match config.lfu_decay_minutes() {
+            0 => 0,
+            decay => elapsed / decay,
+        };
+        counter.saturating_sub(periods)
+    }
+}
+
+fn initial(config: &AccessConfig, clock: Clock) -> u32 {
+    if config.policy().is_lfu() {
+        ((clock.minutes as u32) << 8) | LFU_INIT
+    } else {
+        clock.seconds
+    }
+}
+
+/// Redis's LFULogIncr: the counter grows with probability
+/// 1 / ((counter - LFU_INIT) * log_factor + 1), saturating at 255.
+fn lfu_increment(counter: u32, log_factor: u32) -> u32 {
+    if counter >= 255 {
+        return 255;
+    }
+    let base = counter.saturating_sub(LFU_INIT) as f64;
+    let p = 1.0 / (base * log_factor as f64 + 1.0);
+    if rand::random::<f64>() < p {
+        counter + 1
+    } else {
+        counter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(seconds: u32) -> Clock {
+        Clock {
+            seconds,
+            minutes: (seconds / 60) as u16,
+        }
+    }
+
+    #[test]
+    fn lru_idle_time() {
+        let config = AccessConfig::default();
+        let access = Access::new(&config, clock(100));
+        assert_eq!(access.idle_seconds(clock(130)), 30);
+        access.touch(&config, clock(130));
+        assert_eq!(access.idle_seconds(clock(130)), 0);
+    }
+
+    #[test]
+    fn lfu_counter_grows_logarithmically_and_decays() {
+        let config = AccessConfig::default();
+        config.set_policy(Policy::AllKeysLfu);
+        let access = Access::new(&config, clock(0));
+        assert_eq!(access.decayed_counter(&config, clock(0)), LFU_INIT);
+        for _ in 0..1000 {
+            access.touch(&config, clock(0));
+        }
+        let hot = access.decayed_counter(&config, clock(0));
+        assert!(
+            hot > LFU_INIT && hot < 40,
+            "1000 hits give a modest counter, got {hot}"
+        );
+        assert_eq!(access.decayed_counter(&config, clock(60 * 3)), hot - 3);
+    }
+
+    #[test]
+    fn policy_names_round_trip() {
+        for p in Policy::ALL {
+            assert_eq!(Policy::parse(p.name()), Some(p));
+        }
+        assert_eq!(Policy::parse("ALLKEYS-LRU"), Some(Policy::AllKeysLru));
+        assert_eq!(Policy::parse("lru"), None);
+    }
+}

@@ -1,0 +1,498 @@
+//! The keyspace: databases split into shards, each behind its own lock.
+//!
+//! A key's shard is chosen from bits of its hash that the shard's own index
+//! does not use, so every shard's table stays evenly spread. A command locks
+//! only the shards of the keys it touches: GET and SET on different keys
+//! run in parallel on different cores and never meet a global lock.
+//!
+//! Locking discipline (the one rule that keeps this deadlock-free): a thread
+//! holds at most one shard guard at a time, except through
+//! [`Db::write_many`], which takes every guard it needs at once in ascending
+//! shard order. Multi-key commands that must be atomic (MSET, MSETNX,
+//! RENAME) use `write_many`; so do FLUSHDB and FLUSHALL.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use foldhash::fast::RandomState;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::access::{Access, AccessConfig, Clock};
+use crate::entry::Entry;
+use crate::shard::{EntryMut, Shard};
+use crate::value::Value;
+
+/// Shards per database. A power of two well above the core count, so two
+/// busy keys rarely share a lock.
+pub const SHARDS_PER_DB: usize = 64;
+
+/// Every database of the server.
+#[derive(Debug)]
+pub struct Store {
+    dbs: Box<[Box<[RwLock<Shard>]>]>,
+    hasher: RandomState,
+    dataset_bytes: AtomicUsize,
+    started_ms: u64,
+    /// Policy and LFU settings that per-key access tracking follows.
+    pub access: AccessConfig,
+}
+
+impl Store {
+    /// A store with `databases` empty databases; `now_ms` anchors the
+    /// access clock.
+    pub fn new(databases: usize, now_ms: u64) -> Store {
+        let hasher = RandomState::default();
+        let dbs = (0..databases)
+            .map(|_| {
+                (0..SHARDS_PER_DB)
+                    .map(|_| RwLock::new(Shard::new(hasher)))
+                    .collect()
+            })
+            .collect();
+        Store {
+            dbs,
+            hasher,
+            dataset_bytes: AtomicUsize::new(0),
+            started_ms: now_ms,
+            access: AccessConfig::default(),
+        }
+    }
+
+    /// How many databases there are (the `databases` setting).
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Database `index` as seen at `now_ms`. Panics on an index the caller
+    /// did not check against [`Store::databases`].
+    pub fn db(&self, index: usize, now_ms: u64) -> Db<'_> {
+        Db {
+            store: self,
+            shards: &self.dbs[index],
+            now_ms,
+        }
+    }
+
+    /// Bytes attributable to stored data in all databases. Maintained on
+    /// every change, so reading it is one atomic load.
+    pub fn dataset_bytes(&self) -> usize {
+        self.dataset_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Expired keys reclaimed so far (the `expired_keys` statistic).
+    pub fn expired_keys(&self) -> u64 {
+        self.all_shards()
+            .map(|s| s.read().reclaimed_expired())
+            .sum()
+    }
+
+    fn all_shards(&self) -> impl Iterator<Item = &RwLock<Shard>> {
+        self.dbs.iter().flat_map(|db| db.iter())
+    }
+
+    /// The access clock at `now_ms`.
+    pub fn clock(&self, now_ms: u64) -> Clock {
+        let elapsed = now_ms.saturating_sub(self.started_ms);
+        Clock {
+            seconds: (elapsed / 1000) as u32,
+            minutes: (elapsed / 60_000) as u16,
+        }
+    }
+}
+
+/// One database at one instant: every call made through it sees the same
+/// "now", as one Redis command does.
+#[derive(Clone, Copy)]
+pub struct Db<'a> {
+    store: &'a Store,
+    shards: &'a [RwLock<Shard>],
+    now_ms: u64,
+}
+
+/// Statistics of one database, for INFO keyspace.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DbStats {
+    /// Keys, including expired ones not reclaimed yet.
+    pub keys: usize,
+    /// Keys with a TTL.
+    pub expires: usize,
+    /// Average remaining TTL of keys with one, in milliseconds.
+    pub avg_ttl_ms: u64,
+}
+
+impl<'a> Db<'a> {
+    /// The instant this view answers for.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    fn shard_index(&self, key: &[u8]) -> usize {
+        // Bits 32.. of the hash: the shard's index uses the low bits for
+        // bucket positions and the top 7 for its tags.
+        ((self.store.hasher.hash_one(key) >> 32) as usize) % self.shards.len()
+    }
+
+    fn guard(&self, index: usize) -> WriteShard<'a> {
+        let guard = self.shards[index].write();
+        WriteShard {
+            bytes_before: guard.used_bytes(),
+            guard,
+            store: self.store,
+            now_ms: self.now_ms,
+        }
+    }
+
+    /// Read access to the shard holding `key`.
+    pub fn read(&self, key: &[u8]) -> ReadShard<'a> {
+        ReadShard {
+            guard: self.shards[self.shard_index(key)].read(),
+            store: self.store,
+            now_ms: self.now_ms,
+        }
+    }
+
+    /// Write access to the shard holding `key`.
+    pub fn write(&self, key: &[u8]) -> WriteShard<'a> {
+        self.guard(self.shard_index(key))
+    }
+
+    /// Write access to the shards of all `keys` at once, for commands that
+    /// must be atomic across keys. Guards are taken in ascending shard
+    /// order, which is what keeps concurrent multi-key commands from
+    /// deadlocking.
+    pub fn write_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> MultiWrite<'a> {
+        let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        MultiWrite {
+            db: *self,
+            guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
+        }
+    }
+
+    /// Keys, TTL count and average TTL of this database.
+    pub fn stats(&self) -> DbStats {
+        let (mut keys, mut expires, mut sum) = (0usize, 0usize, 0u128);
+        for shard in self.shards {
+            let shard = shard.read();
+            keys += shard.len();
+            expires += shard.expires();
+            sum += shard.expire_sum_ms();
+        }
+        let avg_ttl_ms = match expires {
+            0 => 0,
+            n => (sum / n as u128).saturating_sub(self.now_ms as u128) as u64,
+        };
+        DbStats {
+            keys,
+            expires,
+            avg_ttl_ms,
+        }
+    }
+
+    /// Removes every key. The old contents are returned so that the caller
+    /// decides where to pay for freeing them (FLUSHDB ASYNC frees them on
+    /// another thread).
+    pub fn flush(&self) -> Vec<Shard> {
+        let all: Vec<usize> = (0..self.shards.len()).collect();
+        let mut guards: Vec<WriteShard> = all.into_iter().map(|i| self.guard(i)).collect();
+        guards
+            .iter_mut()
+            .map(|g| std::mem::replace(&mut *g.guard, Shard::new(self.store.hasher)))
+            .collect()
+    }
+
+    /// Every live key matching `pattern` (KEYS).
+    pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
+        let match_all = pattern == b"*";
+        let mut out = Vec::new();
+        for shard in self.shards {
+            let shard = shard.read();
+            out.extend(
+                shard
+                    .iter(self.now_ms)
+                    .filter(|e| match_all || crate::glob_match(pattern, e.key(), false))
+                    .map(|e| e.key().to_vec()),
+            );
+        }
+        out
+    }
+
+    /// One SCAN step from `cursor`: visits about `count` slots (more when
+    /// they are empty) and returns the next cursor (0 when done) and the
+    /// keys that `keep` accepts.
+    ///
+    /// The cursor is `shard << 32 | slot`. Keys never change slot while
+    /// they exist, so a key present for the whole iteration is returned
+    /// exactly once.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        mut keep: impl FnMut(&Entry) -> bool,
+    ) -> (u64, Vec<Vec<u8>>) {
+        let mut shard_no = (cursor >> 32) as usize;
+        let mut slot = (cursor & 0xffff_ffff) as usize;
+        let mut keys = Vec::new();
+        // Work bound per call, in slots visited (an empty shard costs one),
+        // so a sparse keyspace still makes progress and a dense one does
+        // not return far more than asked.
+        let mut budget = count.max(1).saturating_mul(10);
+        while shard_no < self.shards.len() && budget > 0 && keys.len() < count {
+            let shard = self.shards[shard_no].read();
+            let step = (count - keys.len()).max(1).min(budget);
+            let next = shard.scan(slot, step, self.now_ms, |e| {
+                if keep(e) {
+                    keys.push(e.key().to_vec());
+                }
+            });
+            budget = budget.saturating_sub(step);
+            match next {
+                Some(s) => slot = s,
+                None => {
+                    shard_no += 1;
+                    slot = 0;
+                }
+            }
+        }
+        let next = if shard_no >= self.shards.len() {
+            0
+        } else {
+            ((shard_no as u64) << 32) | slot as u64
+        };
+        (next, keys)
+    }
+
+    /// A random live key (RANDOMKEY), shards weighted by their size.
+    pub fn random_key(&self) -> Option<Vec<u8>> {
+        let sizes: Vec<usize> = self.shards.iter().map(|s| s.read().len()).collect();
+        let total: usize = sizes.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut rng = rand::thread_rng();
+        // A shard can turn out to hold only expired keys; try others.
+        for _ in 0..sizes.len() {
+            let mut pick = rand::Rng::gen_range(&mut rng, 0..total);
+            let shard_no = sizes
+                .iter()
+                .position(|&n| {
+                    if pick < n {
+                        return true;
+                    }
+                    pick -= n;
+                    false
+                })
+                .expect("pick is below the total");
+            let shard = self.shards[shard_no].read();
+            if let Some(entry) = shard.random(self.now_ms, &mut rng) {
+                return Some(entry.key().to_vec());
+            }
+        }
+        None
+    }
+}
+
+/// A shard locked for reading, seen at one instant.
+pub struct ReadShard<'a> {
+    guard: RwLockReadGuard<'a, Shard>,
+    store: &'a Store,
+    now_ms: u64,
+}
+
+impl ReadShard<'_> {
+    /// The live entry for `key`, recording the access (LRU/LFU) with a
+    /// relaxed atomic store: no write lock is needed to keep recency.
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        let entry = self.guard.get(key, self.now_ms)?;
+        entry
+            .access
+            .touch(&self.store.access, self.store.clock(self.now_ms));
+        Some(entry)
+    }
+
+    /// The live entry for `key`, without recording an access (OBJECT,
+    /// TYPE-like introspection that Redis does not count as use).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.guard.get(key, self.now_ms)
+    }
+}
+
+/// A shard locked for writing, seen at one instant. When dropped, the
+/// store's dataset byte count is updated by what the shard gained or lost.
+pub struct WriteShard<'a> {
+    guard: RwLockWriteGuard<'a, Shard>,
+    store: &'a Store,
+    now_ms: u64,
+    bytes_before: usize,
+}
+
+impl WriteShard<'_> {
+    /// The live entry for `key`, without recording an access.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.guard.get(key, self.now_ms)
+    }
+
+    /// The live entry for `key`, for modification; records the access.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
+        let clock = self.store.clock(self.now_ms);
+        let entry = self.guard.get_mut(key, self.now_ms)?;
+        entry.entry().access.touch(&self.store.access, clock);
+        Some(entry)
+    }
+
+    /// Sets `key` to `value` with an optional deadline, replacing what was
+    /// there. Returns the previous live entry.
+    pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
+        let access = Access::new(&self.store.access, self.store.clock(self.now_ms));
+        let entry = Entry::new(key.into(), value, expire_at_ms, access);
+        self.guard.insert(entry, self.now_ms)
+    }
+
+    /// Puts back an entry taken from elsewhere (RENAME), keeping its TTL
+    /// and access history but giving it a new key.
+    pub fn insert_renamed(&mut self, key: &[u8], old: Entry) -> Option<Entry> {
+        let expire = old.expire_at_ms();
+        let access = Access::new(&self.store.access, self.store.clock(self.now_ms));
+        access.copy_from(&old.access);
+        let (_, value) = old.into_parts();
+        self.guard
+            .insert(Entry::new(key.into(), value, expire, access), self.now_ms)
+    }
+
+    /// Deletes `key`; returns its entry if it was live.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.guard.remove(key, self.now_ms)
+    }
+}
+
+impl Drop for WriteShard<'_> {
+    fn drop(&mut self) {
+        let after = self.guard.used_bytes();
+        if after > self.bytes_before {
+            self.store
+                .dataset_bytes
+                .fetch_add(after - self.bytes_before, Ordering::Relaxed);
+        } else if after < self.bytes_before {
+            self.store
+                .dataset_bytes
+                .fetch_sub(self.bytes_before - after, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Several shards locked for writing at once (see [`Db::write_many`]).
+pub struct MultiWrite<'a> {
+    db: Db<'a>,
+    guards: Vec<(usize, WriteShard<'a>)>,
+}
+
+impl<'a> MultiWrite<'a> {
+    /// The locked shard holding `key`. Panics if `key` was not among the
+    /// keys the guards were taken for.
+    pub fn shard(&mut self, key: &[u8]) -> &mut WriteShard<'a> {
+        let index = self.db.shard_index(key);
+        let at = self
+            .guards
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .expect("key's shard was locked by write_many");
+        &mut self.guards[at].1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Str;
+
+    fn s(v: &str) -> Value {
+        Value::Str(Str::from_bytes(v.as_bytes()))
+    }
+
+    #[test]
+    fn dataset_bytes_follow_every_change() {
+        let store = Store::new(2, 0);
+        let db = store.db(0, 0);
+        db.write(b"a").insert(b"a", s("hello"), None);
+        let one = store.dataset_bytes();
+        assert!(one > 5);
+        db.write(b"a").insert(b"a", s(&"x".repeat(1000)), None);
+        assert!(store.dataset_bytes() >= one + 995);
+        db.write(b"a").remove(b"a");
+        let shards_only = store.dataset_bytes();
+        assert!(
+            shards_only < one,
+            "key and value bytes are gone: {shards_only} vs {one}"
+        );
+        db.flush();
+        assert_eq!(store.dataset_bytes(), 0);
+    }
+
+    #[test]
+    fn scan_returns_every_key_present_throughout() {
+        let store = Store::new(1, 0);
+        let db = store.db(0, 0);
+        for i in 0..2000 {
+            let k = format!("stable{i}");
+            db.write(k.as_bytes()).insert(k.as_bytes(), s("v"), None);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            let (next, keys) = db.scan(cursor, 10, |_| true);
+            seen.extend(keys);
+            // Churn between calls: add and delete other keys.
+            for j in 0..20 {
+                let k = format!("churn{round}-{j}");
+                db.write(k.as_bytes()).insert(k.as_bytes(), s("v"), None);
+                let old = format!("churn{}-{j}", round / 2);
+                db.write(old.as_bytes()).remove(old.as_bytes());
+            }
+            round += 1;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        for i in 0..2000 {
+            assert!(
+                seen.contains(format!("stable{i}").as_bytes()),
+                "stable{i} missed"
+            );
+        }
+    }
+
+    #[test]
+    fn stats_count_ttls_and_average() {
+        let store = Store::new(1, 0);
+        let db = store.db(0, 1_000);
+        db.write(b"a").insert(b"a", s("1"), Some(11_000));
+        db.write(b"b").insert(b"b", s("1"), Some(21_000));
+        db.write(b"c").insert(b"c", s("1"), None);
+        assert_eq!(
+            db.stats(),
+            DbStats {
+                keys: 3,
+                expires: 2,
+                avg_ttl_ms: 15_000
+            }
+        );
+    }
+
+    #[test]
+    fn write_many_locks_each_shard_once() {
+        let store = Store::new(1, 0);
+        let db = store.db(0, 0);
+        let keys: Vec<String> = (0..500).map(|i| format!("k{i}")).collect();
+        let mut locked = db.write_many(&keys);
+        for k in &keys {
+            locked
+                .shard(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), None);
+        }
+        drop(locked);
+        assert_eq!(db.stats().keys, 500);
+        assert_eq!(db.keys(b"k1*").len(), 111);
+    }
+}

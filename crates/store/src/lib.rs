@@ -1,0 +1,26 @@
+//! The keyspace of keel: databases of sharded key tables, values and their
+//! encodings, TTLs, per-key access tracking and exact memory accounting.
+//!
+//! No networking and no threads of its own: the server calls in from its
+//! connection threads, and everything here is testable alone. The crate is
+//! organised by concern:
+//!
+//! - [`keyspace`]: databases, shards and the locking discipline.
+//! - [`shard`]: one shard's stable-slot table and its accounting.
+//! - [`value`]: value types and encodings.
+//! - [`access`]: recency/frequency per key and the maxmemory policies.
+//! - [`pattern`]: Redis glob matching.
+
+pub mod access;
+mod entry;
+pub mod keyspace;
+pub mod pattern;
+pub mod shard;
+pub mod value;
+
+pub use access::{AccessConfig, Clock, Policy};
+pub use entry::Entry;
+pub use keyspace::{Db, DbStats, MultiWrite, ReadShard, Store, WriteShard, SHARDS_PER_DB};
+pub use pattern::glob_match;
+pub use shard::{EntryMut, Shard};
+pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};

@@ -1,0 +1,442 @@
+//! One shard of one database: a hash index over a slab of stable slots.
+//!
+//! Entries live in fixed-size chunks of slots and never move while they
+//! exist; the hash index maps a key to its slot number (4 bytes per key).
+//! Stable slots buy three things a plain hash map cannot give:
+//!
+//! - SCAN keeps Redis's guarantee (every key present for the whole
+//!   iteration is returned) with a stateless numeric cursor: the cursor is a
+//!   slot number, and a present key's slot never changes, even when the index
+//!   grows. A freed slot is reused by a later insert, which SCAN may or may
+//!   not see, as Redis allows for keys added during an iteration.
+//! - RANDOMKEY and sampling-based eviction pick a random slot in O(1).
+//! - Growth never copies entries: a new chunk is added, so a large shard
+//!   does not stall on one big reallocation.
+//!
+//! Every change to what the shard holds goes through this file, so the byte
+//! count ([`Shard::used_bytes`]) and the TTL totals are exact by
+//! construction.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+
+use crate::entry::Entry;
+
+/// Slots per chunk: large enough that chunk headers are negligible, small
+/// enough that an almost empty shard does not hold much.
+const CHUNK: usize = 256;
+
+/// Bytes one index bucket costs: the slot number and hashbrown's control
+/// byte.
+const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
+
+/// One shard: its entries, their index and their accounting.
+#[derive(Debug)]
+pub struct Shard {
+    hasher: RandomState,
+    index: HashTable<u32>,
+    chunks: Vec<Box<[Option<Entry>]>>,
+    free: Vec<u32>,
+    heap_bytes: usize,
+    expires: usize,
+    expire_sum_ms: u128,
+    reclaimed_expired: u64,
+}
+
+impl Shard {
+    pub(crate) fn new(hasher: RandomState) -> Shard {
+        Shard {
+            hasher,
+            index: HashTable::new(),
+            chunks: Vec::new(),
+            free: Vec::new(),
+            heap_bytes: 0,
+            expires: 0,
+            expire_sum_ms: 0,
+            reclaimed_expired: 0,
+        }
+    }
+
+    /// Keys stored, including expired ones not yet reclaimed (as Redis's
+    /// DBSIZE counts them).
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// True when the shard holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Keys with a TTL.
+    pub fn expires(&self) -> usize {
+        self.expires
+    }
+
+    /// Sum of the deadlines of keys with a TTL, for an exact average TTL.
+    pub fn expire_sum_ms(&self) -> u128 {
+        self.expire_sum_ms
+    }
+
+    /// Expired keys this shard has removed since it was created.
+    pub fn reclaimed_expired(&self) -> u64 {
+        self.reclaimed_expired
+    }
+
+    /// Bytes attributable to stored data: keys, values, slots and index.
+    pub fn used_bytes(&self) -> usize {
+        let buckets = self.index.capacity() * 8 / 7;
+        self.heap_bytes
+            + buckets * INDEX_BUCKET_BYTES
+            + self.chunks.len() * CHUNK * std::mem::size_of::<Option<Entry>>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// How many slots exist (live or free): the upper bound of a slot cursor.
+    pub fn slot_count(&self) -> usize {
+        self.chunks.len() * CHUNK
+    }
+
+    /// The bytes one entry accounts for, as MEMORY USAGE reports it: its key
+    /// and value, its slot, and its share of the index.
+    pub fn entry_bytes(entry: &Entry) -> usize {
+        entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + INDEX_BUCKET_BYTES * 8 / 7
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The entry in `slot`, if the slot is occupied.
+    pub fn slot(&self, slot: usize) -> Option<&Entry> {
+        self.chunks.get(slot / CHUNK)?[slot % CHUNK].as_ref()
+    }
+
+    fn slot_mut(&mut self, slot: u32) -> &mut Entry {
+        let slot = slot as usize;
+        self.chunks[slot / CHUNK][slot % CHUNK]
+            .as_mut()
+            .expect("indexed slot is occupied")
+    }
+
+    fn find(&self, key: &[u8]) -> Option<u32> {
+        let hash = self.hash(key);
+        self.index
+            .find(hash, |&slot| {
+                self.slot(slot as usize).is_some_and(|e| e.key() == key)
+            })
+            .copied()
+    }
+
+    /// The live entry for `key`; an expired entry reads as absent.
+    pub fn get(&self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        let entry = self.slot(self.find(key)? as usize)?;
+        (!entry.is_expired(now_ms)).then_some(entry)
+    }
+
+    /// Mutable access to the live entry for `key`. An expired entry found
+    /// on the way is reclaimed.
+    pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<EntryMut<'_>> {
+        let slot = self.find(key)?;
+        if self.slot_mut(slot).is_expired(now_ms) {
+            self.take_slot(slot);
+            self.reclaimed_expired += 1;
+            return None;
+        }
+        let heap_before = self.slot_mut(slot).heap_bytes();
+        Some(EntryMut {
+            shard: self,
+            slot,
+            heap_before,
+        })
+    }
+
+    /// Stores `entry` under its key, replacing any previous entry in place
+    /// (same slot). Returns the previous value if it was live.
+    pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
+        self.track_expire(None, entry.expire_at_ms());
+        self.heap_bytes += entry.heap_bytes();
+        if let Some(slot) = self.find(entry.key()) {
+            let old = std::mem::replace(self.slot_mut(slot), entry);
+            self.forget(&old);
+            if old.is_expired(now_ms) {
+                self.reclaimed_expired += 1;
+                return None;
+            }
+            return Some(old);
+        }
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => self.grow(),
+        };
+        let hash = self.hash(entry.key());
+        let (s, i) = (slot as usize / CHUNK, slot as usize % CHUNK);
+        self.chunks[s][i] = Some(entry);
+        let Shard {
+            index,
+            chunks,
+            hasher,
+            ..
+        } = self;
+        index.insert_unique(hash, slot, |&other| {
+            let other = other as usize;
+            let entry = chunks[other / CHUNK][other % CHUNK].as_ref();
+            hasher.hash_one(entry.expect("indexed slot is occupied").key())
+        });
+        None
+    }
+
+    /// Removes `key`. Returns its entry if it was live; an expired entry is
+    /// reclaimed and reported as absent.
+    pub fn remove(&mut self, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let slot = self.find(key)?;
+        let entry = self.take_slot(slot);
+        if entry.is_expired(now_ms) {
+            self.reclaimed_expired += 1;
+            return None;
+        }
+        Some(entry)
+    }
+
+    /// Adds a chunk of free slots and returns one of them.
+    fn grow(&mut self) -> u32 {
+        let first = self.chunks.len() * CHUNK;
+        assert!(
+            first + CHUNK <= u32::MAX as usize,
+            "shard slot space exhausted"
+        );
+        self.chunks.push((0..CHUNK).map(|_| None).collect());
+        // Room for every slot of the new chunk, so freeing slots later
+        // never reallocates the free list.
+        self.free.reserve(CHUNK);
+        self.free
+            .extend((first as u32 + 1..(first + CHUNK) as u32).rev());
+        first as u32
+    }
+
+    fn take_slot(&mut self, slot: u32) -> Entry {
+        let hash = self.hash(
+            self.slot(slot as usize)
+                .expect("indexed slot is occupied")
+                .key(),
+        );
+        self.index
+            .find_entry(hash, |&s| s == slot)
+            .expect("slot is indexed")
+            .remove();
+        let s = slot as usize;
+        let entry = self.chunks[s / CHUNK][s % CHUNK]
+            .take()
+            .expect("indexed slot is occupied");
+        self.free.push(slot);
+        self.forget(&entry);
+        entry
+    }
+
+    /// Removes an entry's bytes and TTL from the totals.
+    fn forget(&mut self, entry: &Entry) {
+        self.heap_bytes -= entry.heap_bytes();
+        self.track_expire(entry.expire_at_ms(), None);
+    }
+
+    fn track_expire(&mut self, old: Option<u64>, new: Option<u64>) {
+        if let Some(at) = old {
+            self.expires -= 1;
+            self.expire_sum_ms -= at as u128;
+        }
+        if let Some(at) = new {
+            self.expires += 1;
+            self.expire_sum_ms += at as u128;
+        }
+    }
+
+    /// Live entries from slot `from` on, visiting at most `budget` slots.
+    /// Returns the slot to continue from, or `None` past the last slot.
+    pub fn scan(
+        &self,
+        from: usize,
+        budget: usize,
+        now_ms: u64,
+        mut visit: impl FnMut(&Entry),
+    ) -> Option<usize> {
+        let end = self.slot_count();
+        let stop = from.saturating_add(budget).min(end);
+        for slot in from..stop {
+            if let Some(entry) = self.slot(slot).filter(|e| !e.is_expired(now_ms)) {
+                visit(entry);
+            }
+        }
+        (stop < end).then_some(stop)
+    }
+
+    /// Every live entry.
+    pub fn iter(&self, now_ms: u64) -> impl Iterator<Item = &Entry> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.iter().flatten())
+            .filter(move |e| !e.is_expired(now_ms))
+    }
+
+    /// A uniformly chosen live entry: random slots first (O(1) expected
+    /// while the slab is reasonably full), then a walk from a random point.
+    pub fn random(&self, now_ms: u64, rng: &mut impl rand::Rng) -> Option<&Entry> {
+        let slots = self.slot_count();
+        if self.is_empty() {
+            return None;
+        }
+        for _ in 0..32 {
+            let hit = self.slot(rng.gen_range(0..slots));
+            if let Some(entry) = hit.filter(|e| !e.is_expired(now_ms)) {
+                return Some(entry);
+            }
+        }
+        let start = rng.gen_range(0..slots);
+        (start..slots)
+            .chain(0..start)
+            .filter_map(|s| self.slot(s))
+            .find(|e| !e.is_expired(now_ms))
+    }
+}
+
+/// A live entry borrowed for modification; the shard's totals are brought
+/// up to date when it is dropped, whatever was changed.
+pub struct EntryMut<'a> {
+    shard: &'a mut Shard,
+    slot: u32,
+    heap_before: usize,
+}
+
+impl EntryMut<'_> {
+    /// The entry as it is now.
+    pub fn entry(&self) -> &Entry {
+        let slot = self.slot as usize;
+        self.shard.slot(slot).expect("borrowed slot is occupied")
+    }
+
+    /// The value, for in-place changes (APPEND, INCR, SETRANGE).
+    pub fn value_mut(&mut self) -> &mut crate::Value {
+        &mut self.shard.slot_mut(self.slot).value
+    }
+
+    /// Sets or clears the TTL, keeping the shard's TTL totals exact.
+    pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
+        let old = self.entry().expire_at_ms();
+        self.shard.track_expire(old, at);
+        self.shard.slot_mut(self.slot).set_expire_at_ms(at);
+    }
+
+    /// Deletes the entry and returns it.
+    pub fn remove(mut self) -> Entry {
+        self.sync_bytes();
+        let entry = self.shard.take_slot(self.slot);
+        self.slot = u32::MAX;
+        entry
+    }
+
+    fn sync_bytes(&mut self) {
+        let now = self.entry().heap_bytes();
+        self.shard.heap_bytes = self.shard.heap_bytes + now - self.heap_before;
+        self.heap_before = now;
+    }
+}
+
+impl Drop for EntryMut<'_> {
+    fn drop(&mut self) {
+        if self.slot != u32::MAX {
+            self.sync_bytes();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::{Access, AccessConfig, Clock};
+    use crate::value::{Str, Value};
+
+    fn entry(key: &str, value: &str, ttl: Option<u64>) -> Entry {
+        let clock = Clock {
+            seconds: 0,
+            minutes: 0,
+        };
+        Entry::new(
+            key.as_bytes().into(),
+            Value::Str(Str::from_bytes(value.as_bytes())),
+            ttl,
+            Access::new(&AccessConfig::default(), clock),
+        )
+    }
+
+    #[test]
+    fn accounting_returns_to_baseline() {
+        let mut shard = Shard::new(RandomState::default());
+        for i in 0..1000 {
+            shard.insert(
+                entry(
+                    &format!("key{i}"),
+                    &"v".repeat(i % 50 + 1),
+                    Some(5_000 + i as u64),
+                ),
+                0,
+            );
+        }
+        assert_eq!(shard.len(), 1000);
+        assert_eq!(shard.expires(), 1000);
+        let full = shard.used_bytes();
+        for i in 0..1000 {
+            let mut e = shard.get_mut(format!("key{i}").as_bytes(), 0).unwrap();
+            e.value_mut()
+                .as_str_mut()
+                .unwrap()
+                .make_growable()
+                .extend_from_slice(b"xyz");
+            e.set_expire_at_ms(None);
+        }
+        assert_eq!(shard.expires(), 0);
+        assert!(shard.used_bytes() > full);
+        for i in 0..1000 {
+            assert!(shard.remove(format!("key{i}").as_bytes(), 0).is_some());
+        }
+        assert_eq!(shard.len(), 0);
+        assert_eq!(shard.heap_bytes, 0);
+        assert_eq!(shard.expire_sum_ms, 0);
+    }
+
+    #[test]
+    fn expired_entries_read_as_absent_and_are_reclaimed_by_writers() {
+        let mut shard = Shard::new(RandomState::default());
+        shard.insert(entry("k", "v", Some(100)), 0);
+        assert!(shard.get(b"k", 99).is_some());
+        assert!(shard.get(b"k", 100).is_none());
+        assert!(shard.get_mut(b"k", 100).is_none());
+        assert_eq!(shard.len(), 0);
+        assert_eq!(shard.reclaimed_expired(), 1);
+    }
+
+    #[test]
+    fn keys_keep_their_slot_while_others_come_and_go() {
+        let mut shard = Shard::new(RandomState::default());
+        for i in 0..100 {
+            shard.insert(entry(&format!("stay{i}"), "v", None), 0);
+        }
+        let slots_of = |shard: &Shard| {
+            let mut found = Vec::new();
+            shard.scan(0, usize::MAX, 0, |e| found.push(e.key().to_vec()));
+            found
+        };
+        let before = slots_of(&shard);
+        for i in 0..5000 {
+            shard.insert(entry(&format!("churn{i}"), "v", None), 0);
+            if i % 3 == 0 {
+                shard.remove(format!("churn{}", i / 2).as_bytes(), 0);
+            }
+        }
+        let after: Vec<_> = slots_of(&shard)
+            .into_iter()
+            .filter(|k| k.starts_with(b"stay"))
+            .collect();
+        assert_eq!(before, after, "present keys keep their scan order");
+    }
+}

@@ -1,0 +1,205 @@
+//! Values and their encodings.
+//!
+//! Strings are the only type so far; collections join this enum later, and
+//! every command checks the type through [`Value::as_str`] and friends so a
+//! WRONGTYPE error is produced in one place.
+
+/// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
+/// the same names so tools written against Redis read keel the same way.
+const EMBSTR_MAX_LEN: usize = 44;
+
+/// Integers below this are shared objects in Redis (OBJECT REFCOUNT says
+/// 2147483647 for them unless an LRU/LFU policy needs per-key metadata).
+pub const SHARED_INTEGERS: i64 = 10_000;
+
+/// A stored value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A string, as Redis's string type (binary-safe, up to 512 MB).
+    Str(Str),
+}
+
+/// A string value in one of its encodings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Str {
+    /// The canonical decimal form of an `i64`: stored as the number, as
+    /// Redis's "int" encoding does, so counters cost no heap.
+    Int(i64),
+    /// Bytes written once (SET and friends): exactly sized.
+    Fixed(Box<[u8]>),
+    /// Bytes grown in place (APPEND, SETRANGE): spare capacity amortises
+    /// repeated appends. Redis calls this "raw".
+    Growable(Vec<u8>),
+}
+
+impl Str {
+    /// Stores `bytes` in the most compact encoding that keeps them exactly.
+    pub fn from_bytes(bytes: &[u8]) -> Str {
+        match parse_canonical_i64(bytes) {
+            Some(n) => Str::Int(n),
+            None => Str::Fixed(bytes.into()),
+        }
+    }
+
+    /// The string's length in bytes, without materialising it.
+    pub fn len(&self) -> usize {
+        match self {
+            Str::Int(n) => decimal_len(*n),
+            Str::Fixed(b) => b.len(),
+            Str::Growable(v) => v.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of the string; integers are formatted on the fly.
+    pub fn to_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Str::Int(n) => std::borrow::Cow::Owned(n.to_string().into_bytes()),
+            Str::Fixed(b) => std::borrow::Cow::Borrowed(b),
+            Str::Growable(v) => std::borrow::Cow::Borrowed(v),
+        }
+    }
+
+    /// The integer value if the string is one, as INCR needs it.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Str::Int(n) => Some(*n),
+            Str::Fixed(b) => parse_canonical_i64(b),
+            Str::Growable(v) => parse_canonical_i64(v),
+        }
+    }
+
+    /// Turns this string into a growable buffer for in-place edits.
+    pub fn make_growable(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, Str::Growable(_)) {
+            *self = Str::Growable(self.to_bytes().into_owned());
+        }
+        match self {
+            Str::Growable(v) => v,
+            _ => unreachable!("converted just above"),
+        }
+    }
+
+    /// Heap bytes owned by this string.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Str::Int(_) => 0,
+            Str::Fixed(b) => b.len(),
+            Str::Growable(v) => v.capacity(),
+        }
+    }
+
+    /// Redis's OBJECT ENCODING name.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Str::Int(_) => "int",
+            Str::Fixed(b) if b.len() <= EMBSTR_MAX_LEN => "embstr",
+            _ => "raw",
+        }
+    }
+}
+
+impl Value {
+    /// The string inside, or `None` for another type (the caller answers
+    /// WRONGTYPE).
+    pub fn as_str(&self) -> Option<&Str> {
+        match self {
+            Value::Str(s) => Some(s),
+        }
+    }
+
+    /// Mutable access to the string inside, or `None` for another type.
+    pub fn as_str_mut(&mut self) -> Option<&mut Str> {
+        match self {
+            Value::Str(s) => Some(s),
+        }
+    }
+
+    /// The name TYPE replies with.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The name OBJECT ENCODING replies with.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+
+    /// Heap bytes owned by this value, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Value::Str(s) => s.heap_bytes(),
+        }
+    }
+}
+
+/// Parses `bytes` as an `i64` only if they are exactly its canonical decimal
+/// form (no sign on zero, no leading zeros or spaces), so that storing the
+/// number and formatting it back gives the same bytes.
+pub fn parse_canonical_i64(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits[0] == b'0' && (digits.len() > 1 || bytes[0] == b'-') {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+fn decimal_len(n: i64) -> usize {
+    let sign = usize::from(n < 0);
+    let mut v = n.unsigned_abs();
+    let mut digits = 1;
+    while v >= 10 {
+        v /= 10;
+        digits += 1;
+    }
+    sign + digits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_integers_only() {
+        assert_eq!(parse_canonical_i64(b"123"), Some(123));
+        assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b"0123"[..],
+            b"-0",
+            b"+1",
+            b" 1",
+            b"",
+            b"-",
+            b"99999999999999999999",
+            b"1.0",
+        ] {
+            assert_eq!(parse_canonical_i64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn encodings_and_lengths() {
+        assert_eq!(Str::from_bytes(b"-42").encoding(), "int");
+        assert_eq!(Str::from_bytes(b"-42").len(), 3);
+        assert_eq!(Str::from_bytes(&[b'x'; 44]).encoding(), "embstr");
+        assert_eq!(Str::from_bytes(&[b'x'; 45]).encoding(), "raw");
+        let mut s = Str::from_bytes(b"12");
+        s.make_growable().extend_from_slice(b"3");
+        assert_eq!(s.encoding(), "raw");
+        assert_eq!(s.as_i64(), Some(123));
+    }
+}
