@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import OK, REPO_ROOT, RespConn, ServerProcess, run_server_to_exit
+from support import OK, REPO_ROOT, RespConn, ServerProcess, config_dict, run_server_to_exit
 
 
 def pytest_addoption(parser):
@@ -107,6 +107,22 @@ def connect(server, flushed):
     yield make
     for conn in conns:
         conn.close()
+
+
+@pytest.fixture
+def restore_config(server):
+    """Call with CONFIG names a test changes on the shared server; they are put back after it."""
+    saved = {}
+
+    def remember(*names):
+        with server.conn() as conn:
+            for name in names:
+                saved.update(config_dict(conn.call("CONFIG", "GET", name)))
+
+    yield remember
+    with server.conn() as conn:
+        for name, value in saved.items():
+            assert conn.call("CONFIG", "SET", name, value) == OK
 
 
 @pytest.fixture

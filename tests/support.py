@@ -398,6 +398,11 @@ def run_server_to_exit(kind, keel_bin, args, timeout=START_TIMEOUT):
     return p.returncode, (p.stdout + p.stderr).decode(errors="replace")
 
 
+def config_dict(reply) -> dict:
+    """CONFIG GET's reply (flat array in RESP2) as {name: value}."""
+    return dict(zip(reply[::2], reply[1::2]))
+
+
 def info_dict(text) -> dict:
     """Parse an INFO reply into {field: value} (section headers dropped)."""
     if isinstance(text, bytes):

@@ -7,29 +7,9 @@ import time
 
 import pytest
 
-from support import OK, PONG, Err, Status, info_dict, info_fields
+from support import OK, PONG, Err, Status, config_dict, info_dict, info_fields
 
 ARITY = "ERR wrong number of arguments for '{}' command"
-
-
-def config_dict(reply) -> dict:
-    """CONFIG GET's reply (flat array in RESP2) as {name: value}."""
-    return dict(zip(reply[::2], reply[1::2]))
-
-
-@pytest.fixture
-def restore_config(c, server):
-    """Put back the CONFIG values a test changes on the shared server."""
-    saved = {}
-
-    def remember(*names):
-        for name in names:
-            saved.update(config_dict(c.call("CONFIG", "GET", name)))
-
-    yield remember
-    with server.conn() as conn:
-        for name, value in saved.items():
-            assert conn.call("CONFIG", "SET", name, value) == OK
 
 
 def info(conn, *sections) -> dict:
