@@ -125,6 +125,7 @@ class RespConn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
         self.pos = 0
+        self._keep = False  # set while read_raw() needs the buffer left in place
 
     # -- context manager --------------------------------------------------
     def __enter__(self):
@@ -157,7 +158,7 @@ class RespConn:
 
     # -- receiving --------------------------------------------------------
     def _fill(self):
-        if self.pos > 1 << 20:
+        if self.pos > 1 << 20 and not self._keep:
             del self.buf[: self.pos]
             self.pos = 0
         try:
@@ -226,6 +227,16 @@ class RespConn:
         if t == b"!":
             return Err(self._exact(int(rest)).decode())
         raise AssertionError(f"unknown RESP type in line {line!r}")
+
+    def read_raw(self) -> bytes:
+        """The raw bytes of the next complete reply."""
+        self._keep = True
+        try:
+            start = self.pos
+            self.read()
+            return bytes(self.buf[start : self.pos])
+        finally:
+            self._keep = False
 
     def read_exact_bytes(self, n: int) -> bytes:
         """The next n raw bytes of the reply stream, unparsed."""
