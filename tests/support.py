@@ -7,7 +7,6 @@ compare replies byte-for-byte with what real redis-server sends.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket

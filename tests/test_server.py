@@ -296,7 +296,8 @@ def test_info_clients_and_connections(c, connect):
     for conn in extra:
         assert conn.call("PING") == PONG
     after = info(c, "stats", "clients")
-    assert int(after["connected_clients"]) >= int(before["connected_clients"]) + 3
+    # Connections of earlier tests may still be closing, so only a lower bound is exact.
+    assert int(after["connected_clients"]) >= 4
     assert int(after["total_connections_received"]) >= int(before["total_connections_received"]) + 3
     assert int(after["total_commands_processed"]) > int(before["total_commands_processed"])
 
