@@ -219,6 +219,7 @@ def test_ttl_is_per_database(c):
 # -- reads never see expired keys -----------------------------------------------------
 
 # (command, reply expected once "k" has expired)
+# MEMORY USAGE is left out: Redis 7.0 reports an expired key until it is reclaimed.
 AFTER_EXPIRY = [
     (("GET", "k"), None),
     (("EXISTS", "k"), 0),
@@ -234,7 +235,6 @@ AFTER_EXPIRY = [
     (("RANDOMKEY",), None),
     (("TOUCH", "k"), 0),
     (("OBJECT", "ENCODING", "k"), None),
-    (("MEMORY", "USAGE", "k"), None),
     (("GETDEL", "k"), None),
     (("GETEX", "k", "PERSIST"), None),
     (("GETSET", "k", "new"), None),
