@@ -133,6 +133,14 @@ def test_malformed_resp(c, connect, payload, message):
     assert connect().call("PING") == PONG
 
 
+def test_multibulk_count_above_one_million_is_accepted(c):
+    """Redis 7 only rejects counts above 2^31-1 (older versions stopped at 1048576)."""
+    c.call("SET", "k", "v")
+    count = 1024 * 1024 + 1
+    c.send_raw(b"*%d\r\n$6\r\nEXISTS\r\n" % (count + 1) + b"$1\r\nk\r\n" * count)
+    assert c.read() == count
+
+
 def test_replies_before_protocol_error_are_sent(c):
     assert_closed_with(c, encode_command("SET", "k", "v") + b"PING\r\n*x\r\n",
                        b"+OK\r\n+PONG\r\n" + protocol_error("invalid multibulk length"))
