@@ -28,6 +28,7 @@ pub use decode::{decode, DecodeError, MAX_NESTING};
 pub use double::format_double;
 pub use frame::Frame;
 pub use request::{
-    Limits, ProtocolError, RequestDecoder, DEFAULT_MAX_BULK_LEN, MAX_INLINE_LEN, MAX_MULTIBULK_LEN,
+    split_words, Limits, ProtocolError, RequestDecoder, DEFAULT_MAX_BULK_LEN, MAX_INLINE_LEN,
+    MAX_MULTIBULK_LEN,
 };
 pub use writer::{Protocol, Writer};

@@ -280,7 +280,7 @@ fn inline_request(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolErro
     if let Some(stripped) = text.strip_suffix(b"\r") {
         text = stripped;
     }
-    split_args(text)
+    split_words(text)
         .map(|args| Some(args.into_iter().map(Bytes::from).collect()))
         .ok_or(ProtocolError::UnbalancedQuotes)
 }
@@ -289,7 +289,7 @@ fn inline_request(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolErro
 /// separate words; "double quotes" allow `\n \r \t \b \a \\ \" \xHH`
 /// escapes; 'single quotes' allow only `\'`. A closing quote must be
 /// followed by a space or the end of the line. `None` on unbalanced quotes.
-pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub fn split_words(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut args = Vec::new();
     let mut i = 0;
     loop {
@@ -481,7 +481,7 @@ mod tests {
     #[test]
     fn split_args_escapes() {
         assert_eq!(
-            split_args(br#"a "\x41\n" 'it\'s' """#).unwrap(),
+            split_words(br#"a "\x41\n" 'it\'s' """#).unwrap(),
             vec![
                 b"a".to_vec(),
                 b"A\n".to_vec(),
@@ -489,6 +489,6 @@ mod tests {
                 b"".to_vec()
             ]
         );
-        assert_eq!(split_args(b"  ").unwrap(), Vec::<Vec<u8>>::new());
+        assert_eq!(split_words(b"  ").unwrap(), Vec::<Vec<u8>>::new());
     }
 }

@@ -20,7 +20,7 @@ fn resp3_frame() -> impl Strategy<Value = Frame> {
         Just(Frame::Null),
         any::<f64>()
             .prop_filter("NaN never equals itself", |d| !d.is_nan())
-            .prop_map(|d| Frame::Double(d)),
+            .prop_map(Frame::Double),
         any::<bool>().prop_map(Frame::Boolean),
         any::<i128>().prop_map(|n| Frame::BigNumber(n.to_string())),
         proptest::collection::vec(any::<u8>(), 0..32)

@@ -12,7 +12,7 @@
 //! RENAME) use `write_many`; so do FLUSHDB and FLUSHALL.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use foldhash::fast::RandomState;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -32,6 +32,8 @@ pub struct Store {
     dbs: Box<[Box<[RwLock<Shard>]>]>,
     hasher: RandomState,
     dataset_bytes: AtomicUsize,
+    maxmemory: AtomicU64,
+    evicted_keys: AtomicU64,
     started_ms: u64,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
@@ -53,6 +55,8 @@ impl Store {
             dbs,
             hasher,
             dataset_bytes: AtomicUsize::new(0),
+            maxmemory: AtomicU64::new(0),
+            evicted_keys: AtomicU64::new(0),
             started_ms: now_ms,
             access: AccessConfig::default(),
         }
@@ -77,6 +81,100 @@ impl Store {
     /// every change, so reading it is one atomic load.
     pub fn dataset_bytes(&self) -> usize {
         self.dataset_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The dataset budget in bytes; 0 means unlimited.
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// Sets the dataset budget.
+    pub fn set_maxmemory(&self, bytes: u64) {
+        self.maxmemory.store(bytes, Ordering::Relaxed);
+    }
+
+    /// True when stored data exceeds the budget.
+    pub fn over_maxmemory(&self) -> bool {
+        let max = self.maxmemory();
+        max != 0 && self.dataset_bytes() as u64 > max
+    }
+
+    /// Keys evicted so far (the `evicted_keys` statistic).
+    pub fn evicted_keys(&self) -> u64 {
+        self.evicted_keys.load(Ordering::Relaxed)
+    }
+
+    /// Evicts one key chosen by the maxmemory policy from a sample, as
+    /// Redis's `performEvictions` does (5 candidates).
+    /// Returns false when no key qualifies (noeviction, or a volatile
+    /// policy with no TTL left).
+    pub fn evict_one(&self, now_ms: u64) -> bool {
+        const SAMPLES: usize = 5;
+        let policy = self.access.policy();
+        if policy == crate::Policy::NoEviction {
+            return false;
+        }
+        let volatile = matches!(
+            policy,
+            crate::Policy::VolatileLru
+                | crate::Policy::VolatileLfu
+                | crate::Policy::VolatileRandom
+                | crate::Policy::VolatileTtl
+        );
+        let clock = self.clock(now_ms);
+        // Lower score = better victim.
+        let score = |e: &Entry| -> u64 {
+            match policy {
+                crate::Policy::AllKeysLru | crate::Policy::VolatileLru => {
+                    u64::MAX - e.access.idle_seconds(clock) as u64
+                }
+                crate::Policy::AllKeysLfu | crate::Policy::VolatileLfu => {
+                    e.access.decayed_counter(&self.access, clock) as u64
+                }
+                crate::Policy::VolatileTtl => e.expire_at_ms().unwrap_or(u64::MAX),
+                _ => 0,
+            }
+        };
+        let mut rng = rand::thread_rng();
+        let mut best: Option<(u64, usize, Vec<u8>)> = None;
+        let mut sampled = 0;
+        // Shards in order from a random start, so sparse keyspaces still
+        // find their keys and busy ones stop after the first few shards.
+        let total = self.dbs.len() * SHARDS_PER_DB;
+        let start = rand::Rng::gen_range(&mut rng, 0..total);
+        for n in (start..total).chain(0..start) {
+            let (db_no, shard_no) = (n / SHARDS_PER_DB, n % SHARDS_PER_DB);
+            let shard = self.dbs[db_no][shard_no].read();
+            if shard.is_empty() || (volatile && shard.expires() == 0) {
+                continue;
+            }
+            for _ in 0..SAMPLES * 2 {
+                let Some(e) = shard.random(now_ms, &mut rng) else {
+                    break;
+                };
+                if volatile && e.expire_at_ms().is_none() {
+                    continue;
+                }
+                sampled += 1;
+                let s = score(e);
+                if best.as_ref().is_none_or(|b| s < b.0) {
+                    best = Some((s, db_no, e.key().to_vec()));
+                }
+                if sampled % SAMPLES == 0 {
+                    break;
+                }
+            }
+            if sampled >= SAMPLES {
+                break;
+            }
+        }
+        let Some((_, db_no, key)) = best else {
+            return false;
+        };
+        if self.db(db_no, now_ms).write(&key).remove(&key).is_some() {
+            self.evicted_keys.fetch_add(1, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Expired keys reclaimed so far (the `expired_keys` statistic).
@@ -218,9 +316,9 @@ impl<'a> Db<'a> {
         out
     }
 
-    /// One SCAN step from `cursor`: visits about `count` slots (more when
-    /// they are empty) and returns the next cursor (0 when done) and the
-    /// keys that `keep` accepts.
+    /// One SCAN step from `cursor`: visits about `count` live keys (and at
+    /// most ten times as many slots) and returns the next cursor (0 when
+    /// done) and the keys among them that `keep` accepts.
     ///
     /// The cursor is `shard << 32 | slot`. Keys never change slot while
     /// they exist, so a key present for the whole iteration is returned
@@ -234,19 +332,21 @@ impl<'a> Db<'a> {
         let mut shard_no = (cursor >> 32) as usize;
         let mut slot = (cursor & 0xffff_ffff) as usize;
         let mut keys = Vec::new();
-        // Work bound per call, in slots visited (an empty shard costs one),
-        // so a sparse keyspace still makes progress and a dense one does
-        // not return far more than asked.
+        // Work bound per call, in slots visited, so a sparse keyspace still
+        // makes progress and a dense one does not return far more than
+        // asked. Like Redis's dict scan, a small database comes back whole.
         let mut budget = count.max(1).saturating_mul(10);
-        while shard_no < self.shards.len() && budget > 0 && keys.len() < count {
+        let mut live_seen = 0;
+        while shard_no < self.shards.len() && budget > 0 && live_seen < count {
             let shard = self.shards[shard_no].read();
-            let step = (count - keys.len()).max(1).min(budget);
-            let next = shard.scan(slot, step, self.now_ms, |e| {
+            let (next, live) = shard.scan(slot, budget, count - live_seen, self.now_ms, |e| {
                 if keep(e) {
                     keys.push(e.key().to_vec());
                 }
             });
-            budget = budget.saturating_sub(step);
+            live_seen += live;
+            let visited = next.unwrap_or(shard.slot_count()).saturating_sub(slot);
+            budget = budget.saturating_sub(visited);
             match next {
                 Some(s) => slot = s,
                 None => {
@@ -327,7 +427,7 @@ pub struct WriteShard<'a> {
     bytes_before: usize,
 }
 
-impl WriteShard<'_> {
+impl<'a> WriteShard<'a> {
     /// The live entry for `key`, without recording an access.
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         self.guard.get(key, self.now_ms)
@@ -363,6 +463,40 @@ impl WriteShard<'_> {
     /// Deletes `key`; returns its entry if it was live.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.guard.remove(key, self.now_ms)
+    }
+
+    /// The live entry for `key` to modify, or a place to create it: for
+    /// commands that update a value or create it (APPEND, INCR, ...).
+    pub fn entry<'s>(&'s mut self, key: &'s [u8]) -> Lookup<'s, 'a> {
+        if self.guard.get(key, self.now_ms).is_some() {
+            Lookup::Found(
+                self.get_mut(key)
+                    .expect("found just above under the same lock"),
+            )
+        } else {
+            Lookup::Missing(Vacant { shard: self, key })
+        }
+    }
+}
+
+/// What [`WriteShard::entry`] found.
+pub enum Lookup<'s, 'a> {
+    /// The key exists.
+    Found(EntryMut<'s>),
+    /// The key does not exist (or has expired).
+    Missing(Vacant<'s, 'a>),
+}
+
+/// A missing key, ready to be created.
+pub struct Vacant<'s, 'a> {
+    shard: &'s mut WriteShard<'a>,
+    key: &'s [u8],
+}
+
+impl Vacant<'_, '_> {
+    /// Creates the key with `value` and an optional deadline.
+    pub fn insert(self, value: Value, expire_at_ms: Option<u64>) {
+        self.shard.insert(self.key, value, expire_at_ms);
     }
 }
 
@@ -461,6 +595,30 @@ mod tests {
                 "stable{i} missed"
             );
         }
+    }
+
+    #[test]
+    fn eviction_follows_the_policy() {
+        let store = Store::new(2, 0);
+        for i in 0..200 {
+            let k = format!("k{i}");
+            let ttl = (i % 2 == 0).then_some(1_000_000);
+            store
+                .db(i % 2, 0)
+                .write(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), ttl);
+        }
+        assert!(!store.evict_one(0), "noeviction never evicts");
+        store.access.set_policy(crate::Policy::VolatileRandom);
+        for _ in 0..100 {
+            assert!(store.evict_one(0));
+        }
+        assert!(!store.evict_one(0), "no volatile key is left");
+        assert_eq!(store.evicted_keys(), 100);
+        let left: usize = (0..2).map(|d| store.db(d, 0).stats().expires).sum();
+        assert_eq!(left, 0);
+        store.access.set_policy(crate::Policy::AllKeysLru);
+        assert!(store.evict_one(0));
     }
 
     #[test]

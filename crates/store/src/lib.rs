@@ -20,7 +20,9 @@ pub mod value;
 
 pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
-pub use keyspace::{Db, DbStats, MultiWrite, ReadShard, Store, WriteShard, SHARDS_PER_DB};
+pub use keyspace::{
+    Db, DbStats, Lookup, MultiWrite, ReadShard, Store, Vacant, WriteShard, SHARDS_PER_DB,
+};
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard};
 pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};

@@ -24,9 +24,45 @@ use hashbrown::HashTable;
 
 use crate::entry::Entry;
 
-/// Slots per chunk: large enough that chunk headers are negligible, small
-/// enough that an almost empty shard does not hold much.
-const CHUNK: usize = 256;
+/// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
+/// holding a few keys costs a few hundred bytes, and a large one adds
+/// chunks of a fixed size that are cheap to allocate.
+const FIRST_CHUNK: usize = 16;
+/// Slots in every chunk from the fifth on.
+const MAX_CHUNK: usize = 256;
+/// Slots in the doubling chunks before the first full-size one.
+const DOUBLING_SLOTS: usize = MAX_CHUNK - FIRST_CHUNK;
+/// How many chunks double before chunks reach [`MAX_CHUNK`].
+const DOUBLING_CHUNKS: usize = (MAX_CHUNK / FIRST_CHUNK).trailing_zeros() as usize;
+
+/// Number of slots in chunk `k`.
+fn chunk_len(k: usize) -> usize {
+    if k < DOUBLING_CHUNKS {
+        FIRST_CHUNK << k
+    } else {
+        MAX_CHUNK
+    }
+}
+
+/// First slot of chunk `k`.
+fn chunk_start(k: usize) -> usize {
+    if k < DOUBLING_CHUNKS {
+        FIRST_CHUNK * ((1 << k) - 1)
+    } else {
+        DOUBLING_SLOTS + (k - DOUBLING_CHUNKS) * MAX_CHUNK
+    }
+}
+
+/// The chunk and offset of a slot number.
+fn locate(slot: usize) -> (usize, usize) {
+    if slot < DOUBLING_SLOTS {
+        let k = (slot / FIRST_CHUNK + 1).ilog2() as usize;
+        (k, slot - chunk_start(k))
+    } else {
+        let rest = slot - DOUBLING_SLOTS;
+        (DOUBLING_CHUNKS + rest / MAX_CHUNK, rest % MAX_CHUNK)
+    }
+}
 
 /// Bytes one index bucket costs: the slot number and hashbrown's control
 /// byte.
@@ -90,13 +126,13 @@ impl Shard {
         let buckets = self.index.capacity() * 8 / 7;
         self.heap_bytes
             + buckets * INDEX_BUCKET_BYTES
-            + self.chunks.len() * CHUNK * std::mem::size_of::<Option<Entry>>()
+            + self.slot_count() * std::mem::size_of::<Option<Entry>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
     }
 
     /// How many slots exist (live or free): the upper bound of a slot cursor.
     pub fn slot_count(&self) -> usize {
-        self.chunks.len() * CHUNK
+        chunk_start(self.chunks.len())
     }
 
     /// The bytes one entry accounts for, as MEMORY USAGE reports it: its key
@@ -111,12 +147,13 @@ impl Shard {
 
     /// The entry in `slot`, if the slot is occupied.
     pub fn slot(&self, slot: usize) -> Option<&Entry> {
-        self.chunks.get(slot / CHUNK)?[slot % CHUNK].as_ref()
+        let (k, i) = locate(slot);
+        self.chunks.get(k)?[i].as_ref()
     }
 
     fn slot_mut(&mut self, slot: u32) -> &mut Entry {
-        let slot = slot as usize;
-        self.chunks[slot / CHUNK][slot % CHUNK]
+        let (k, i) = locate(slot as usize);
+        self.chunks[k][i]
             .as_mut()
             .expect("indexed slot is occupied")
     }
@@ -172,8 +209,8 @@ impl Shard {
             None => self.grow(),
         };
         let hash = self.hash(entry.key());
-        let (s, i) = (slot as usize / CHUNK, slot as usize % CHUNK);
-        self.chunks[s][i] = Some(entry);
+        let (k, i) = locate(slot as usize);
+        self.chunks[k][i] = Some(entry);
         let Shard {
             index,
             chunks,
@@ -181,8 +218,8 @@ impl Shard {
             ..
         } = self;
         index.insert_unique(hash, slot, |&other| {
-            let other = other as usize;
-            let entry = chunks[other / CHUNK][other % CHUNK].as_ref();
+            let (k, i) = locate(other as usize);
+            let entry = chunks[k][i].as_ref();
             hasher.hash_one(entry.expect("indexed slot is occupied").key())
         });
         None
@@ -202,17 +239,18 @@ impl Shard {
 
     /// Adds a chunk of free slots and returns one of them.
     fn grow(&mut self) -> u32 {
-        let first = self.chunks.len() * CHUNK;
+        let k = self.chunks.len();
+        let (first, len) = (chunk_start(k), chunk_len(k));
         assert!(
-            first + CHUNK <= u32::MAX as usize,
+            first + len <= u32::MAX as usize,
             "shard slot space exhausted"
         );
-        self.chunks.push((0..CHUNK).map(|_| None).collect());
-        // Room for every slot of the new chunk, so freeing slots later
-        // never reallocates the free list.
-        self.free.reserve(CHUNK);
+        self.chunks.push((0..len).map(|_| None).collect());
+        // Room for every slot there is, so freeing slots later never
+        // reallocates the free list.
+        self.free.reserve(first + len - self.free.len());
         self.free
-            .extend((first as u32 + 1..(first + CHUNK) as u32).rev());
+            .extend((first as u32 + 1..(first + len) as u32).rev());
         first as u32
     }
 
@@ -226,10 +264,8 @@ impl Shard {
             .find_entry(hash, |&s| s == slot)
             .expect("slot is indexed")
             .remove();
-        let s = slot as usize;
-        let entry = self.chunks[s / CHUNK][s % CHUNK]
-            .take()
-            .expect("indexed slot is occupied");
+        let (k, i) = locate(slot as usize);
+        let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.free.push(slot);
         self.forget(&entry);
         entry
@@ -252,23 +288,29 @@ impl Shard {
         }
     }
 
-    /// Live entries from slot `from` on, visiting at most `budget` slots.
-    /// Returns the slot to continue from, or `None` past the last slot.
+    /// Live entries from slot `from` on, visiting at most `max_slots` slots
+    /// and stopping after `max_live` live entries. Returns the slot to
+    /// continue from (`None` past the last slot) and the live entries seen.
     pub fn scan(
         &self,
         from: usize,
-        budget: usize,
+        max_slots: usize,
+        max_live: usize,
         now_ms: u64,
         mut visit: impl FnMut(&Entry),
-    ) -> Option<usize> {
+    ) -> (Option<usize>, usize) {
         let end = self.slot_count();
-        let stop = from.saturating_add(budget).min(end);
-        for slot in from..stop {
+        let stop = from.saturating_add(max_slots).min(end);
+        let mut live = 0;
+        let mut slot = from;
+        while slot < stop && live < max_live {
             if let Some(entry) = self.slot(slot).filter(|e| !e.is_expired(now_ms)) {
                 visit(entry);
+                live += 1;
             }
+            slot += 1;
         }
-        (stop < end).then_some(stop)
+        ((slot < end).then_some(slot), live)
     }
 
     /// Every live entry.
@@ -370,6 +412,18 @@ mod tests {
     }
 
     #[test]
+    fn slots_map_to_chunks_one_to_one() {
+        let mut expected = Vec::new();
+        for k in 0..8 {
+            assert_eq!(chunk_start(k), expected.len());
+            expected.extend((0..chunk_len(k)).map(|i| (k, i)));
+        }
+        for (slot, want) in expected.into_iter().enumerate() {
+            assert_eq!(locate(slot), want, "slot {slot}");
+        }
+    }
+
+    #[test]
     fn accounting_returns_to_baseline() {
         let mut shard = Shard::new(RandomState::default());
         for i in 0..1000 {
@@ -423,7 +477,9 @@ mod tests {
         }
         let slots_of = |shard: &Shard| {
             let mut found = Vec::new();
-            shard.scan(0, usize::MAX, 0, |e| found.push(e.key().to_vec()));
+            shard.scan(0, usize::MAX, usize::MAX, 0, |e| {
+                found.push(e.key().to_vec())
+            });
             found
         };
         let before = slots_of(&shard);

@@ -1,0 +1,55 @@
+//! APPEND key value — append to the string at key (creating it), reply
+//! with the new length.
+
+use bytes::Bytes;
+use keel_store::{Lookup, Str, Value};
+
+use super::{errors, Ctx, Error, Spec, BASE};
+
+/// APPEND.
+pub const SPEC: Spec = Spec {
+    name: "append",
+    arity: 3,
+    flags: &["write", "denyoom", "fast"],
+    keys: (1, 1, 1),
+    acl: &["@write", "@string", "@fast"],
+    group: "string",
+    summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.",
+    since: "2.0.0",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let (key, tail) = (&args[1], &args[2]);
+    let max = ctx.server.config.read().proto_max_bulk_len;
+    let db = ctx.db();
+    let mut shard = db.write(key);
+    let len = match shard.entry(key) {
+        Lookup::Found(mut entry) => {
+            let s = entry
+                .value_mut()
+                .as_str_mut()
+                .ok_or(Error::from(errors::WRONGTYPE))?;
+            check_length(s.len() as u64, tail.len() as u64, max)?;
+            let bytes = s.make_growable();
+            bytes.extend_from_slice(tail);
+            bytes.len()
+        }
+        Lookup::Missing(vacant) => {
+            vacant.insert(Value::Str(Str::from_bytes(tail)), None);
+            tail.len()
+        }
+    };
+    ctx.w().integer(len as i64);
+    Ok(())
+}
+
+/// Refuses a string that would grow past `proto-max-bulk-len`, as Redis's
+/// `checkStringLength` does.
+pub fn check_length(size: u64, append: u64, max: u64) -> Result<(), Error> {
+    match size.checked_add(append) {
+        Some(total) if total <= max => Ok(()),
+        _ => Err(errors::STRING_TOO_LONG.into()),
+    }
+}

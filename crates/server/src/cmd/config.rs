@@ -1,0 +1,145 @@
+//! CONFIG GET | SET | RESETSTAT | REWRITE — read and change the
+//! configuration at run time, with Redis 7's replies and errors.
+
+use bytes::Bytes;
+
+use crate::config::{directive, DIRECTIVES};
+
+use super::{Ctx, Error, Spec, BASE, HELP};
+
+/// CONFIG (container).
+pub const SPEC: Spec = Spec {
+    name: "config",
+    arity: -2,
+    acl: &["@slow"],
+    group: "server",
+    summary: "A container for server configuration commands.",
+    since: "2.0.0",
+    complexity: "Depends on subcommand.",
+    subcommands: &[&GET, &SET, &RESETSTAT, &REWRITE, &CONFIG_HELP],
+    ..BASE
+};
+
+const SUB: Spec = Spec {
+    flags: &["admin", "noscript", "loading", "stale"],
+    acl: &["@admin", "@slow", "@dangerous"],
+    group: "server",
+    since: "2.0.0",
+    ..BASE
+};
+
+const GET: Spec = Spec {
+    name: "config|get",
+    arity: -3,
+    summary: "Returns the effective values of configuration parameters.",
+    complexity: "O(N) when N is the number of configuration parameters provided",
+    run: get,
+    ..SUB
+};
+
+const SET: Spec = Spec {
+    name: "config|set",
+    arity: -4,
+    summary: "Sets configuration parameters in-flight.",
+    complexity: "O(N) when N is the number of configuration parameters provided",
+    run: set,
+    ..SUB
+};
+
+const RESETSTAT: Spec = Spec {
+    name: "config|resetstat",
+    arity: 2,
+    summary: "Resets the server's statistics.",
+    run: |ctx, _| {
+        ctx.server.stats.reset();
+        ctx.w().ok();
+        Ok(())
+    },
+    ..SUB
+};
+
+const REWRITE: Spec = Spec {
+    name: "config|rewrite",
+    arity: 2,
+    summary: "Persists the effective configuration to file.",
+    since: "2.8.0",
+    run: rewrite,
+    ..SUB
+};
+
+const CONFIG_HELP: Spec = Spec {
+    name: "config|help",
+    since: "5.0.0",
+    ..HELP
+};
+
+fn get(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let config = ctx.server.config.read().clone();
+    let matched: Vec<_> = DIRECTIVES
+        .iter()
+        .filter(|d| {
+            args[2..]
+                .iter()
+                .any(|p| keel_store::glob_match(p, d.name.as_bytes(), true))
+        })
+        .collect();
+    let mut w = ctx.w();
+    w.map(matched.len());
+    for d in matched {
+        w.bulk(d.name.as_bytes());
+        w.bulk((d.get)(&config).as_bytes());
+    }
+    Ok(())
+}
+
+fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    if !args.len().is_multiple_of(2) {
+        return Err("ERR wrong number of arguments for 'config|set' command".into());
+    }
+    let mut next = ctx.server.config.read().clone();
+    let mut seen = Vec::new();
+    for pair in args[2..].chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]);
+        let Some(d) = directive(&name) else {
+            return Err(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            )
+            .into());
+        };
+        let failed = |why: &str| {
+            Error::from(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
+        if seen.contains(&d.name) {
+            return Err(failed("duplicate parameter"));
+        }
+        seen.push(d.name);
+        if !d.mutable {
+            return Err(failed("can't set immutable config"));
+        }
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        // bind takes several addresses in one value, as in keel.conf.
+        let words: Vec<String> = match d.name {
+            "bind" => value.split_whitespace().map(String::from).collect(),
+            _ => vec![value],
+        };
+        (d.set)(&mut next, &words).map_err(|e| failed(&e))?;
+    }
+    *ctx.server.config.write() = next;
+    ctx.server.apply_config();
+    ctx.w().ok();
+    Ok(())
+}
+
+fn rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
+    let config = ctx.server.config.read().clone();
+    let Some(path) = config.config_file.clone() else {
+        return Err("ERR The server is running without a config file".into());
+    };
+    config
+        .rewrite(&path)
+        .map_err(|e| Error::from(format!("ERR Rewriting config file: {e}")))?;
+    ctx.w().ok();
+    Ok(())
+}

@@ -1,0 +1,561 @@
+//! The command table and dispatch.
+//!
+//! Every command is one file in this folder, mini-redis style: a [`Spec`]
+//! that says what the command is (name, arity, flags, key positions, docs —
+//! what COMMAND INFO/DOCS report and what dispatch checks), and a handler
+//! that parses its arguments and applies itself, writing its reply straight
+//! into the connection's output buffer. Container commands (CLIENT, CONFIG,
+//! OBJECT, ...) list their subcommands as specs of their own, named
+//! `container|sub` as Redis names them in INFO commandstats.
+//!
+//! Dispatch does, in Redis's order, what every command would otherwise
+//! repeat: lookup, arity, authentication, the maxmemory check for commands
+//! that may grow memory, timing and statistics.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use bytes::{Bytes, BytesMut};
+use keel_resp::Writer;
+
+use crate::client::Client;
+use crate::server::Server;
+
+mod append;
+mod auth;
+mod client;
+mod command;
+mod config;
+mod dbsize;
+mod debug;
+mod del;
+mod echo;
+mod exists;
+mod expire;
+mod flush;
+mod get;
+mod getdel;
+mod getex;
+mod getrange;
+mod getset;
+mod hello;
+mod incr;
+mod incrbyfloat;
+mod info;
+mod keys;
+mod memory;
+mod mget;
+mod mset;
+mod object;
+mod persist;
+mod ping;
+mod quit;
+mod randomkey;
+mod rename;
+mod reset;
+mod scan;
+mod select;
+mod set;
+mod setrange;
+mod shutdown;
+mod strlen;
+mod time;
+mod touch;
+mod ttl;
+mod type_;
+
+/// A handler: parses `args` (the command name included, as in Redis's argv)
+/// and writes its reply, or returns the error to reply with.
+pub type Handler = fn(&mut Ctx, &[Bytes]) -> Result<(), Error>;
+
+/// What a command is: everything COMMAND reports and dispatch checks.
+pub struct Spec {
+    /// Lowercase name; `container|sub` for subcommands.
+    pub name: &'static str,
+    /// Redis arity: exact argument count including the name, or `-n` for
+    /// at least `n`.
+    pub arity: i32,
+    /// Redis command flags (`write`, `readonly`, `denyoom`, `fast`,
+    /// `no_auth`, ...).
+    pub flags: &'static [&'static str],
+    /// First key, last key (negative counts from the end) and step, as in
+    /// COMMAND INFO; (0, 0, 0) for commands without keys.
+    pub keys: (i32, i32, i32),
+    /// ACL categories (`@read`, `@string`, ...).
+    pub acl: &'static [&'static str],
+    /// Documentation group (`string`, `generic`, `connection`, `server`).
+    pub group: &'static str,
+    /// One-line summary, as COMMAND DOCS gives it.
+    pub summary: &'static str,
+    /// Redis version that introduced the command.
+    pub since: &'static str,
+    /// Time complexity, as documented.
+    pub complexity: &'static str,
+    /// The handler; containers dispatch to their subcommands instead.
+    pub run: Handler,
+    /// Subcommands of a container command.
+    pub subcommands: &'static [&'static Spec],
+}
+
+impl Spec {
+    /// True if the command has flag `flag`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    fn accepts(&self, argc: usize) -> bool {
+        if self.arity >= 0 {
+            argc == self.arity as usize
+        } else {
+            argc >= self.arity.unsigned_abs() as usize
+        }
+    }
+}
+
+/// Defaults for [`Spec`] fields most commands share, so a command file only
+/// states what is particular to it.
+pub const BASE: Spec = Spec {
+    name: "",
+    arity: 0,
+    flags: &[],
+    keys: (0, 0, 0),
+    acl: &[],
+    group: "generic",
+    summary: "",
+    since: "1.0.0",
+    complexity: "O(1)",
+    run: |_, _| Ok(()),
+    subcommands: &[],
+};
+
+/// The HELP subcommand every container has: one line per subcommand.
+pub const HELP: Spec = Spec {
+    arity: 2,
+    flags: &["loading", "stale"],
+    acl: &["@slow"],
+    summary: "Returns helpful text about the different subcommands.",
+    run: container_help,
+    ..BASE
+};
+
+fn container_help(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let table = &ctx.server.commands;
+    let container = table.specs[table.id(&args[0]).expect("dispatch found it")];
+    let mut lines = vec![format!(
+        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        container.name.to_ascii_uppercase()
+    )];
+    for sub in container.subcommands {
+        let name = sub.name.split('|').nth(1).unwrap_or(sub.name);
+        lines.push(name.to_ascii_uppercase());
+        lines.push(format!("    {}", sub.summary));
+    }
+    let mut w = ctx.w();
+    w.array(lines.len());
+    lines.iter().for_each(|l| w.simple(l));
+    Ok(())
+}
+
+/// The top-level commands keel serves.
+static COMMANDS: &[&Spec] = &[
+    &append::SPEC,
+    &auth::SPEC,
+    &client::SPEC,
+    &command::SPEC,
+    &config::SPEC,
+    &dbsize::SPEC,
+    &debug::SPEC,
+    &del::DEL,
+    &del::UNLINK,
+    &echo::SPEC,
+    &exists::SPEC,
+    &expire::EXPIRE,
+    &expire::PEXPIRE,
+    &expire::EXPIREAT,
+    &expire::PEXPIREAT,
+    &flush::FLUSHDB,
+    &flush::FLUSHALL,
+    &get::SPEC,
+    &getdel::SPEC,
+    &getex::SPEC,
+    &getrange::SPEC,
+    &getset::SPEC,
+    &hello::SPEC,
+    &incr::INCR,
+    &incr::DECR,
+    &incr::INCRBY,
+    &incr::DECRBY,
+    &incrbyfloat::SPEC,
+    &info::SPEC,
+    &keys::SPEC,
+    &memory::SPEC,
+    &mget::SPEC,
+    &mset::MSET,
+    &mset::MSETNX,
+    &object::SPEC,
+    &persist::SPEC,
+    &ping::SPEC,
+    &quit::SPEC,
+    &randomkey::SPEC,
+    &rename::RENAME,
+    &rename::RENAMENX,
+    &reset::SPEC,
+    &scan::SPEC,
+    &select::SPEC,
+    &set::SET,
+    &set::SETNX,
+    &set::SETEX,
+    &set::PSETEX,
+    &setrange::SPEC,
+    &shutdown::SPEC,
+    &strlen::SPEC,
+    &time::SPEC,
+    &touch::SPEC,
+    &ttl::TTL,
+    &ttl::PTTL,
+    &ttl::EXPIRETIME,
+    &ttl::PEXPIRETIME,
+    &type_::SPEC,
+];
+
+/// A reply error: the message after the `-`, starting with its code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub Cow<'static, str>);
+
+impl From<&'static str> for Error {
+    fn from(s: &'static str) -> Self {
+        Error(Cow::Borrowed(s))
+    }
+}
+
+impl From<String> for Error {
+    fn from(s: String) -> Self {
+        Error(Cow::Owned(s))
+    }
+}
+
+/// Redis's common error replies, spelled once.
+pub mod errors {
+    /// An operation on a value of another type.
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    /// An argument or stored value that is not an `i64`.
+    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    /// An argument or stored value that is not a float.
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    /// Options that do not parse or do not combine.
+    pub const SYNTAX: &str = "ERR syntax error";
+    /// A missing source key (RENAME).
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    /// A write refused at maxmemory under noeviction.
+    pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+    /// A command before AUTH when a password is set.
+    pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    /// Integer arithmetic past i64.
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    /// A string that would exceed proto-max-bulk-len.
+    pub const STRING_TOO_LONG: &str =
+        "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+}
+
+/// Everything a handler may use while it runs: the server, its own
+/// connection's state, the output buffer and the instant the command
+/// started (all of a command sees one "now", as in Redis).
+pub struct Ctx<'a> {
+    /// Shared server state.
+    pub server: &'a Server,
+    /// The calling connection.
+    pub client: &'a mut Client,
+    /// The connection's output buffer.
+    pub out: &'a mut BytesMut,
+    /// Unix milliseconds when the command started.
+    pub now_ms: u64,
+}
+
+impl<'a> Ctx<'a> {
+    /// A writer for the reply, in the connection's protocol.
+    pub fn w(&mut self) -> Writer<'_> {
+        Writer::new(self.out, self.client.protocol)
+    }
+
+    /// The selected database at this command's instant.
+    pub fn db(&self) -> keel_store::Db<'a> {
+        self.server.store.db(self.client.db, self.now_ms)
+    }
+
+    /// Counts a keyspace lookup for INFO's keyspace_hits/misses.
+    pub fn count_lookup(&self, found: bool) {
+        self.server.stats.count_lookup(found);
+    }
+}
+
+/// Parses an integer argument as Redis's `string2ll` does.
+pub fn parse_i64(arg: &[u8]) -> Result<i64, Error> {
+    keel_store::parse_canonical_i64(arg).ok_or(Error::from(errors::NOT_INTEGER))
+}
+
+/// Parses a float argument as Redis's `string2ld` does: no leading space,
+/// no trailing garbage, `inf` allowed (callers reject what they must), NaN
+/// refused.
+pub fn parse_f64(arg: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(arg).ok()?;
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let value: f64 = match text.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ if text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) =>
+        {
+            text.parse().ok()?
+        }
+        _ => return None,
+    };
+    (!value.is_nan()).then_some(value)
+}
+
+/// Writes a stored string as a bulk reply; integers are formatted on the
+/// way out, without an allocation.
+pub fn write_str(w: &mut Writer, s: &keel_store::Str) {
+    match s {
+        keel_store::Str::Int(n) => {
+            let mut digits = [0u8; 20];
+            w.bulk(format_i64(*n, &mut digits));
+        }
+        other => w.bulk(&other.to_bytes()),
+    }
+}
+
+fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    use std::io::Write;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    write!(cursor, "{n}").expect("an i64 fits in 20 bytes");
+    let len = cursor.position() as usize;
+    &buf[..len]
+}
+
+/// The time unit of an expiry argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// EX, EXPIRE, EXAT, SETEX.
+    Seconds,
+    /// PX, PEXPIRE, PXAT, PSETEX.
+    Milliseconds,
+}
+
+/// Turns an expiry argument into an absolute deadline in Unix ms, with
+/// Redis's overflow checks and its "invalid expire time in '<cmd>'"
+/// error. `relative` adds `now_ms` (EX/PX); `allow_non_positive` is for
+/// the EXPIRE family, which accepts past times (they delete the key).
+pub fn deadline_ms(
+    arg: &[u8],
+    unit: Unit,
+    relative: bool,
+    allow_non_positive: bool,
+    now_ms: u64,
+    command: &str,
+) -> Result<i64, Error> {
+    let invalid = || Error::from(format!("ERR invalid expire time in '{command}' command"));
+    let mut when = parse_i64(arg)?;
+    if !allow_non_positive && when <= 0 {
+        return Err(invalid());
+    }
+    if unit == Unit::Seconds {
+        when = when.checked_mul(1000).ok_or_else(invalid)?;
+    }
+    if relative {
+        when = when.checked_add(now_ms as i64).ok_or_else(invalid)?;
+    }
+    if !allow_non_positive && when <= 0 {
+        return Err(invalid());
+    }
+    Ok(when)
+}
+
+/// Case-insensitive comparison of an argument with an option name.
+pub fn is(arg: &[u8], option: &str) -> bool {
+    arg.eq_ignore_ascii_case(option.as_bytes())
+}
+
+/// The resolved command table: every spec (subcommands included) with a
+/// stable id used for statistics.
+pub struct Table {
+    specs: Vec<&'static Spec>,
+    by_name: HashMap<&'static str, usize>,
+}
+
+impl Table {
+    /// Builds the table from [`COMMANDS`].
+    pub fn new() -> Table {
+        let mut specs = Vec::new();
+        for &spec in COMMANDS {
+            specs.push(spec);
+            specs.extend(spec.subcommands.iter().copied());
+        }
+        let by_name = specs.iter().enumerate().map(|(i, s)| (s.name, i)).collect();
+        Table { specs, by_name }
+    }
+
+    /// Every spec, by id.
+    pub fn specs(&self) -> &[&'static Spec] {
+        &self.specs
+    }
+
+    /// The top-level commands.
+    pub fn top_level(&self) -> impl Iterator<Item = &'static Spec> + '_ {
+        self.specs.iter().copied().filter(|s| !s.name.contains('|'))
+    }
+
+    /// The id of the command called `name` (any case; `a|b` for
+    /// subcommands).
+    pub fn id(&self, name: &[u8]) -> Option<usize> {
+        let mut lower = [0u8; 64];
+        let name = lower.get_mut(..name.len()).map(|buf| {
+            buf.copy_from_slice(name);
+            buf.make_ascii_lowercase();
+            &*buf
+        })?;
+        self.by_name.get(std::str::from_utf8(name).ok()?).copied()
+    }
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table::new()
+    }
+}
+
+/// Formats the unknown-command error exactly as Redis 7 does: the name
+/// cut at 128 bytes and the first arguments quoted until 128 bytes.
+fn unknown_command(args: &[Bytes]) -> Error {
+    let mut listed = String::new();
+    for arg in &args[1..] {
+        if listed.len() >= 128 {
+            break;
+        }
+        let room = 128 - listed.len();
+        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]);
+        listed.push_str(&format!("'{text}' "));
+    }
+    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]);
+    format!("ERR unknown command '{name}', with args beginning with: {listed}").into()
+}
+
+fn wrong_arity(name: &str) -> Error {
+    format!("ERR wrong number of arguments for '{name}' command").into()
+}
+
+/// Finds the spec for `args`, descending into container commands, and
+/// checks arity. Errors here are "rejected" in Redis's statistics.
+fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error)> {
+    let id = table
+        .id(&args[0])
+        .ok_or_else(|| (None, unknown_command(args)))?;
+    let spec = table.specs[id];
+    if !spec.accepts(args.len()) {
+        return Err((Some(id), wrong_arity(spec.name)));
+    }
+    // A container called alone (COMMAND) runs its own handler.
+    if spec.subcommands.is_empty() || args.len() == 1 {
+        return Ok(id);
+    }
+    let sub = &args[1];
+    let mut full = Vec::with_capacity(spec.name.len() + 1 + sub.len());
+    full.extend_from_slice(spec.name.as_bytes());
+    full.push(b'|');
+    full.extend_from_slice(sub);
+    match table.id(&full) {
+        Some(sub_id) if table.specs[sub_id].accepts(args.len()) => Ok(sub_id),
+        Some(sub_id) => Err((Some(sub_id), wrong_arity(table.specs[sub_id].name))),
+        None => Err((
+            Some(id),
+            format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+                spec.name.to_ascii_uppercase()
+            )
+            .into(),
+        )),
+    }
+}
+
+/// Runs one command and writes its reply to `out`.
+pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
+    let now_ms = crate::server::unix_ms();
+    let table = &server.commands;
+    let mut ctx = Ctx {
+        server,
+        client,
+        out,
+        now_ms,
+    };
+    let id = match resolve(table, args) {
+        Ok(id) => id,
+        Err((id, err)) => return reject(&mut ctx, id, err),
+    };
+    let spec = table.specs[id];
+    if !ctx.client.authenticated && !spec.has_flag("no_auth") {
+        return reject(&mut ctx, Some(id), errors::NOAUTH.into());
+    }
+    if spec.has_flag("denyoom") && !server.make_room(now_ms) {
+        return reject(&mut ctx, Some(id), errors::OOM.into());
+    }
+    ctx.client.handle.note_command(id, ctx.client.db, now_ms);
+    let reply_start = ctx.out.len();
+    let started = std::time::Instant::now();
+    let result = (spec.run)(&mut ctx, args);
+    let elapsed = started.elapsed();
+    let failed = match result {
+        Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
+        Err(Error(msg)) => {
+            ctx.w().error(&msg);
+            true
+        }
+    };
+    server.stats.record_call(id, elapsed, failed);
+}
+
+fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
+    ctx.w().error(&err.0);
+    ctx.server.stats.record_rejection(id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_unique_lowercase_and_subcommands_are_reachable() {
+        let table = Table::new();
+        let mut seen = std::collections::HashSet::new();
+        for spec in table.specs() {
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(seen.insert(spec.name), "{} twice", spec.name);
+            assert!(spec.arity != 0, "{} has no arity", spec.name);
+            assert!(!spec.summary.is_empty(), "{} has no summary", spec.name);
+        }
+        assert!(table.id(b"GeT").is_some());
+        assert!(table.id(b"config|get").is_some());
+        assert!(table.id(&[b'x'; 100]).is_none());
+    }
+
+    #[test]
+    fn unknown_command_message_matches_redis() {
+        let args: Vec<Bytes> = ["foo", "a", "b"].iter().map(|s| Bytes::from(*s)).collect();
+        assert_eq!(
+            unknown_command(&args).0,
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+    }
+
+    #[test]
+    fn floats_parse_like_redis() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"3e2"), Some(300.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        for bad in [&b""[..], b" 1", b"1 ", b"abc", b"nan", b"1x", b"0x10"] {
+            assert_eq!(parse_f64(bad), None, "{bad:?}");
+        }
+    }
+}

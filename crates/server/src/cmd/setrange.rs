@@ -1,0 +1,68 @@
+//! SETRANGE key offset value — overwrite part of a string, padding with
+//! zero bytes, within Redis's 512 MB (proto-max-bulk-len) cap.
+
+use bytes::Bytes;
+use keel_store::{Lookup, Str, Value};
+
+use super::append::check_length;
+use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+
+/// SETRANGE.
+pub const SPEC: Spec = Spec {
+    name: "setrange",
+    arity: 4,
+    flags: &["write", "denyoom"],
+    keys: (1, 1, 1),
+    acl: &["@write", "@string", "@slow"],
+    group: "string",
+    summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
+    since: "2.2.0",
+    complexity: "O(1), not counting the time taken to copy the new string in place.",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let (key, value) = (&args[1], &args[3]);
+    let offset = parse_i64(&args[2])?;
+    if offset < 0 {
+        return Err("ERR offset is out of range".into());
+    }
+    let offset = offset as u64;
+    let max = ctx.server.config.read().proto_max_bulk_len;
+    let db = ctx.db();
+    let mut shard = db.write(key);
+    let len = match shard.entry(key) {
+        Lookup::Found(mut entry) => {
+            let s = entry
+                .value_mut()
+                .as_str_mut()
+                .ok_or(Error::from(errors::WRONGTYPE))?;
+            if value.is_empty() {
+                s.len()
+            } else {
+                check_length(offset, value.len() as u64, max)?;
+                overwrite(s.make_growable(), offset as usize, value)
+            }
+        }
+        Lookup::Missing(_) if value.is_empty() => 0,
+        Lookup::Missing(vacant) => {
+            check_length(offset, value.len() as u64, max)?;
+            let mut bytes = Vec::new();
+            let len = overwrite(&mut bytes, offset as usize, value);
+            vacant.insert(Value::Str(Str::Growable(bytes)), None);
+            len
+        }
+    };
+    ctx.w().integer(len as i64);
+    Ok(())
+}
+
+fn overwrite(bytes: &mut Vec<u8>, offset: usize, value: &[u8]) -> usize {
+    let end = offset + value.len();
+    if bytes.len() < end {
+        bytes.resize(end, 0);
+    }
+    bytes[offset..end].copy_from_slice(value);
+    bytes.len()
+}

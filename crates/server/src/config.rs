@@ -1,0 +1,512 @@
+//! Configuration: the redis.conf syntax, from a file and the command line,
+//! and the table behind CONFIG GET / CONFIG SET.
+//!
+//! Each directive is one row of [`DIRECTIVES`]: its name, whether it can
+//! change at run time, and how to read and write it. Start-up parsing and
+//! CONFIG SET use the same rows, so a value accepted in keel.conf is
+//! accepted by CONFIG SET with the same checks and the same messages.
+
+use keel_store::Policy;
+
+use crate::log::Level;
+
+/// Everything configurable, with built-in defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Addresses to listen on.
+    pub bind: Vec<String>,
+    /// TCP port.
+    pub port: u16,
+    /// Worker threads serving connections.
+    pub threads: usize,
+    /// Number of databases (SELECT 0..n-1).
+    pub databases: usize,
+    /// Password of the default user; empty means none.
+    pub requirepass: String,
+    /// Bytes of stored data allowed; 0 means no limit.
+    pub maxmemory: u64,
+    /// What to do at maxmemory.
+    pub maxmemory_policy: Policy,
+    /// LFU: accesses per counter step (logarithmic).
+    pub lfu_log_factor: u32,
+    /// LFU: minutes per counter decrement when idle.
+    pub lfu_decay_time: u32,
+    /// Close connections idle this many seconds; 0 never.
+    pub timeout: u64,
+    /// TCP keepalive interval in seconds; 0 off.
+    pub tcp_keepalive: u64,
+    /// Minimum level logged.
+    pub loglevel: Level,
+    /// Log file; empty logs to stderr.
+    pub logfile: String,
+    /// Largest single argument a client may send.
+    pub proto_max_bulk_len: u64,
+    /// The file the configuration was read from, if any.
+    pub config_file: Option<String>,
+}
+
+/// Built-in maxmemory: a finite budget that suits a cache on a laptop, so an
+/// unconfigured keel never grows until the machine swaps.
+pub const DEFAULT_MAXMEMORY: u64 = 1 << 30;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            databases: 16,
+            requirepass: String::new(),
+            maxmemory: DEFAULT_MAXMEMORY,
+            maxmemory_policy: Policy::NoEviction,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            timeout: 0,
+            tcp_keepalive: 300,
+            loglevel: Level::Notice,
+            logfile: String::new(),
+            proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
+            config_file: None,
+        }
+    }
+}
+
+type Getter = fn(&Config) -> String;
+type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
+
+/// One configuration directive.
+pub struct Directive {
+    /// The name in keel.conf and CONFIG.
+    pub name: &'static str,
+    /// False for directives that only take effect at start-up.
+    pub mutable: bool,
+    /// The current value as CONFIG GET shows it.
+    pub get: Getter,
+    /// Parses and stores a value (the words after the name).
+    pub set: Setter,
+}
+
+/// Every directive keel knows.
+pub static DIRECTIVES: &[Directive] = &[
+    Directive {
+        name: "bind",
+        mutable: false,
+        get: |c| c.bind.join(" "),
+        set: |c, v| {
+            // Redis's "-addr" means "skip if unavailable"; keel binds what it
+            // can and fails only if nothing binds, so the prefix is dropped.
+            c.bind = v
+                .iter()
+                .map(|a| a.trim_start_matches('-').to_string())
+                .collect();
+            if c.bind.is_empty() {
+                return Err("wrong number of arguments".into());
+            }
+            Ok(())
+        },
+    },
+    Directive {
+        name: "port",
+        mutable: false,
+        get: |c| c.port.to_string(),
+        set: |c, v| {
+            c.port = int_in(one(v)?, 0, 65535)? as u16;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "threads",
+        mutable: false,
+        get: |c| c.threads.to_string(),
+        set: |c, v| {
+            c.threads = int_in(one(v)?, 1, 1024)? as usize;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "databases",
+        mutable: false,
+        get: |c| c.databases.to_string(),
+        set: |c, v| {
+            c.databases = int_in(one(v)?, 1, i32::MAX as i64)? as usize;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "requirepass",
+        mutable: true,
+        get: |c| c.requirepass.clone(),
+        set: |c, v| {
+            c.requirepass = one(v)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxmemory",
+        mutable: true,
+        get: |c| c.maxmemory.to_string(),
+        set: |c, v| {
+            c.maxmemory = memory(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxmemory-policy",
+        mutable: true,
+        get: |c| c.maxmemory_policy.name().to_string(),
+        set: |c, v| {
+            c.maxmemory_policy = Policy::parse(one(v)?).ok_or(
+                "argument(s) must be one of the following: volatile-lru, volatile-lfu, \
+                 volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction",
+            )?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lfu-log-factor",
+        mutable: true,
+        get: |c| c.lfu_log_factor.to_string(),
+        set: |c, v| {
+            c.lfu_log_factor = int_in(one(v)?, 0, i32::MAX as i64)? as u32;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lfu-decay-time",
+        mutable: true,
+        get: |c| c.lfu_decay_time.to_string(),
+        set: |c, v| {
+            c.lfu_decay_time = int_in(one(v)?, 0, i32::MAX as i64)? as u32;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "timeout",
+        mutable: true,
+        get: |c| c.timeout.to_string(),
+        set: |c, v| {
+            c.timeout = int_in(one(v)?, 0, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "tcp-keepalive",
+        mutable: true,
+        get: |c| c.tcp_keepalive.to_string(),
+        set: |c, v| {
+            c.tcp_keepalive = int_in(one(v)?, 0, i32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "loglevel",
+        mutable: true,
+        get: |c| c.loglevel.name().to_string(),
+        set: |c, v| {
+            c.loglevel = Level::parse(one(v)?).ok_or_else(|| {
+                format!(
+                    "argument(s) must be one of the following: {}",
+                    Level::NAMES.join(", ")
+                )
+            })?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "logfile",
+        mutable: false,
+        get: |c| c.logfile.clone(),
+        set: |c, v| {
+            c.logfile = one(v)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "proto-max-bulk-len",
+        mutable: true,
+        get: |c| c.proto_max_bulk_len.to_string(),
+        set: |c, v| {
+            let n = memory(one(v)?)?;
+            if n < 1024 * 1024 || n > i64::MAX as u64 {
+                return Err(
+                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                );
+            }
+            c.proto_max_bulk_len = n;
+            Ok(())
+        },
+    },
+];
+
+/// The directive called `name` (case-insensitive).
+pub fn directive(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+fn one(values: &[String]) -> Result<&str, String> {
+    match values {
+        [v] => Ok(v),
+        _ => Err("wrong number of arguments".into()),
+    }
+}
+
+fn int_in(text: &str, min: i64, max: i64) -> Result<i64, String> {
+    let n: i64 = text
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n)
+}
+
+/// Parses a memory size as Redis's `memtoull`: a number with an optional
+/// unit `b`, `k`/`kb`, `m`/`mb`, `g`/`gb` (the `b` forms are powers of 1024).
+pub fn parse_memory(text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(digits_end);
+    let multiplier: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(multiplier)
+}
+
+fn memory(text: &str) -> Result<u64, String> {
+    parse_memory(text).ok_or_else(|| "argument must be a memory value".into())
+}
+
+/// A problem in the configuration, located for the operator.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Config {
+    /// Builds the configuration from the command line: an optional config
+    /// file path first, then `--directive value ...` pairs that override it.
+    pub fn from_args(args: &[String]) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let mut rest = args;
+        if let Some(path) = rest.first().filter(|a| !a.starts_with("--")) {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError(format!("can't read config file '{path}': {e}")))?;
+            config.apply_text(&text, path)?;
+            config.config_file = Some(path.clone());
+            rest = &rest[1..];
+        }
+        let mut line: Vec<String> = Vec::new();
+        let mut lines = Vec::new();
+        for arg in rest {
+            if let Some(name) = arg.strip_prefix("--") {
+                if !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                }
+                line.push(name.to_string());
+            } else if line.is_empty() {
+                return Err(ConfigError(format!(
+                    "command line: '{arg}' is not a --directive and not the first argument"
+                )));
+            } else {
+                line.push(arg.clone());
+            }
+        }
+        if !line.is_empty() {
+            lines.push(line);
+        }
+        for words in lines {
+            config
+                .apply(&words)
+                .map_err(|e| ConfigError(format!("command line: '--{}': {e}", words.join(" "))))?;
+        }
+        Ok(config)
+    }
+
+    /// Applies redis.conf-style text; errors name `source` and the line.
+    pub fn apply_text(&mut self, text: &str, source: &str) -> Result<(), ConfigError> {
+        for (number, raw) in text.lines().enumerate() {
+            let trimmed = raw.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let located =
+                |msg: String| ConfigError(format!("{source}:{}: '{trimmed}': {msg}", number + 1));
+            let words = keel_resp::split_words(trimmed.as_bytes())
+                .ok_or_else(|| located("unbalanced quotes".into()))?;
+            let words: Vec<String> = words
+                .into_iter()
+                .map(|w| String::from_utf8_lossy(&w).into_owned())
+                .collect();
+            self.apply(&words).map_err(located)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one directive given as words (`["maxmemory", "1gb"]`).
+    fn apply(&mut self, words: &[String]) -> Result<(), String> {
+        let (name, values) = words.split_first().ok_or("empty directive")?;
+        let directive = directive(name).ok_or_else(|| format!("unknown directive '{name}'"))?;
+        (directive.set)(self, values)
+            .map_err(|e| format!("invalid value for '{}': {e}", directive.name))
+    }
+}
+
+impl Config {
+    /// CONFIG REWRITE: rewrites `path` so it holds the current values.
+    /// Comments and unknown lines are kept in place; each directive keeps
+    /// its first line (later duplicates are dropped); directives that differ
+    /// from their default and are not in the file are appended.
+    pub fn rewrite(&self, path: &str) -> std::io::Result<()> {
+        let old = std::fs::read_to_string(path).unwrap_or_default();
+        let defaults = Config::default();
+        let mut written = Vec::new();
+        let mut out = String::new();
+        for line in old.lines() {
+            let trimmed = line.trim();
+            let name = trimmed.split_whitespace().next().unwrap_or("");
+            match directive(name).filter(|_| !trimmed.starts_with('#')) {
+                Some(d) => {
+                    if !written.contains(&d.name) {
+                        written.push(d.name);
+                        out.push_str(&self.line_for(d));
+                    }
+                }
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        for d in DIRECTIVES {
+            if !written.contains(&d.name) && (d.get)(self) != (d.get)(&defaults) {
+                out.push_str(&self.line_for(d));
+            }
+        }
+        let temp = format!("{path}.rewrite-{}", std::process::id());
+        std::fs::write(&temp, out)?;
+        std::fs::rename(&temp, path)
+    }
+
+    /// `name value` as keel.conf spells it, quoting values that need it.
+    fn line_for(&self, d: &Directive) -> String {
+        let value = (d.get)(self);
+        let needs_quotes = d.name != "bind"
+            && (value.is_empty()
+                || value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\''));
+        if needs_quotes {
+            format!(
+                "{} \"{}\"\n",
+                d.name,
+                value.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        } else {
+            format!("{} {value}\n", d.name)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn rewrite_keeps_comments_and_round_trips() {
+        let dir = std::env::temp_dir().join(format!("keel-rewrite-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keel.conf");
+        let path = path.to_str().unwrap();
+        std::fs::write(path, "# my cache\nport 7000\nport 7001\nmaxmemory 1mb\n").unwrap();
+        let mut config = Config::from_args(&args(&[path])).unwrap();
+        config.maxmemory = 2 << 20;
+        config.requirepass = "se cret".into();
+        config.rewrite(path).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(
+            text.starts_with("# my cache\nport 7001\nmaxmemory 2097152\n"),
+            "{text}"
+        );
+        let reread = Config::from_args(&args(&[path])).unwrap();
+        assert_eq!(reread.requirepass, "se cret");
+        assert_eq!(reread.maxmemory, 2 << 20);
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        assert_eq!(parse_memory("1G"), Some(1_000_000_000));
+        assert_eq!(parse_memory("100mb"), Some(100 << 20));
+        assert_eq!(parse_memory("42"), Some(42));
+        assert_eq!(parse_memory("-1"), None);
+        assert_eq!(parse_memory("1tb"), None);
+        assert_eq!(parse_memory("abc"), None);
+    }
+
+    #[test]
+    fn file_then_command_line() {
+        let dir = std::env::temp_dir().join(format!("keel-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keel.conf");
+        std::fs::write(
+            &path,
+            "# comment\nport 7000\nmaxmemory 100mb\nrequirepass \"a b\"\n",
+        )
+        .unwrap();
+        let config = Config::from_args(&args(&[
+            path.to_str().unwrap(),
+            "--port",
+            "7001",
+            "--bind",
+            "127.0.0.1",
+            "::1",
+        ]))
+        .unwrap();
+        assert_eq!(config.port, 7001);
+        assert_eq!(config.maxmemory, 100 << 20);
+        assert_eq!(config.requirepass, "a b");
+        assert_eq!(config.bind, vec!["127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_directive() {
+        let mut config = Config::default();
+        let err = config
+            .apply_text("port 1\nfrobnicate yes\n", "keel.conf")
+            .unwrap_err();
+        assert_eq!(
+            err.0,
+            "keel.conf:2: 'frobnicate yes': unknown directive 'frobnicate'"
+        );
+        let err = config
+            .apply_text("maxmemory lots\n", "keel.conf")
+            .unwrap_err();
+        assert!(
+            err.0
+                .contains("invalid value for 'maxmemory': argument must be a memory value"),
+            "{}",
+            err.0
+        );
+        let err = Config::from_args(&args(&["--port", "x"])).unwrap_err();
+        assert!(err.0.contains("'--port x'"), "{}", err.0);
+    }
+}

@@ -1,0 +1,148 @@
+//! Logging to stderr or the `logfile`, in Redis's line format
+//! (`pid:M 23 Nov 2026 10:00:00.123 * message`) so log scrapers written for
+//! Redis keep working.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use parking_lot::Mutex;
+
+/// Log levels, in Redis's order and spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Everything, for development.
+    Debug,
+    /// Much, rarely useful.
+    Verbose,
+    /// What an operator wants in production.
+    Notice,
+    /// Only what needs attention.
+    Warning,
+}
+
+impl Level {
+    /// The `loglevel` names, in order.
+    pub const NAMES: [&'static str; 4] = ["debug", "verbose", "notice", "warning"];
+
+    /// Parses a `loglevel` value.
+    pub fn parse(name: &str) -> Option<Level> {
+        let at = Self::NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))?;
+        Some([Level::Debug, Level::Verbose, Level::Notice, Level::Warning][at])
+    }
+
+    /// The `loglevel` spelling.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    fn symbol(self) -> char {
+        ['.', '-', '*', '#'][self as usize]
+    }
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
+static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+/// Sets the minimum level written.
+pub fn set_level(level: Level) {
+    LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+/// Sends the log to `path` (appending), or to stderr for an empty path.
+pub fn set_file(path: &str) -> std::io::Result<()> {
+    let file = if path.is_empty() {
+        None
+    } else {
+        Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?,
+        )
+    };
+    *FILE.lock() = file;
+    Ok(())
+}
+
+/// True if messages at `level` are written; lets callers skip formatting.
+pub fn enabled(level: Level) -> bool {
+    level as u8 >= LEVEL.load(Ordering::Relaxed)
+}
+
+/// Writes one line at `level`.
+pub fn write(level: Level, message: std::fmt::Arguments) {
+    if !enabled(level) {
+        return;
+    }
+    let line = format!(
+        "{}:M {} {} {}\n",
+        std::process::id(),
+        timestamp(std::time::SystemTime::now()),
+        level.symbol(),
+        message
+    );
+    match FILE.lock().as_mut() {
+        Some(file) => {
+            let _ = file.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+    }
+}
+
+/// `23 Nov 2026 10:00:00.123` in UTC.
+fn timestamp(t: std::time::SystemTime) -> String {
+    let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{day:02} {} {year} {:02}:{:02}:{:02}.{:03}",
+        MONTHS[month as usize - 1],
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Logs at notice level.
+#[macro_export]
+macro_rules! notice { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Notice, format_args!($($t)*)) } }
+/// Logs at warning level.
+#[macro_export]
+macro_rules! warning { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Warning, format_args!($($t)*)) } }
+/// Logs at verbose level.
+#[macro_export]
+macro_rules! verbose { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Verbose, format_args!($($t)*)) } }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_415), (2025, 11, 23));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,62 @@
+//! keel-server: a Redis-compatible cache server that stays steady when
+//! full. This binary is thin glue: parse the configuration, start logging,
+//! build the runtime and run the server (see `server.rs` for the threading
+//! model, `command/` for the commands).
+
+mod client;
+mod cmd;
+mod config;
+mod connection;
+mod lazyfree;
+mod log;
+mod memory;
+mod server;
+mod stats;
+
+use tikv_jemallocator::Jemalloc;
+
+/// jemalloc, as Redis uses: low fragmentation for many small allocations,
+/// and its statistics give INFO's used_memory and RSS figures.
+#[global_allocator]
+static GLOBAL: Jemalloc = Jemalloc;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(args.first().map(String::as_str), Some("-v" | "--version")) {
+        println!("keel-server v={}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
+        println!(
+            "Usage: keel-server [/path/to/keel.conf] [--directive value ...]\n\
+             Directives use redis.conf names, e.g. --port 7000 --maxmemory 1gb.\n\
+             See keel.conf in the source tree for every directive."
+        );
+        return;
+    }
+    let config = match config::Config::from_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("keel-server: configuration error: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = log::set_file(&config.logfile) {
+        eprintln!("keel-server: can't open logfile '{}': {e}", config.logfile);
+        std::process::exit(1);
+    }
+    log::set_level(config.loglevel);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads)
+        .thread_name("keel-worker")
+        .enable_all()
+        .build();
+    let result = match runtime {
+        Ok(rt) => rt.block_on(server::run(config)),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        warning!("keel-server: {e}");
+        std::process::exit(1);
+    }
+}

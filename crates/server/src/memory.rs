@@ -1,0 +1,70 @@
+//! Process memory and CPU figures for INFO, from jemalloc's statistics and
+//! /proc.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Allocator figures at one instant.
+pub struct MemorySample {
+    /// Bytes allocated by the process (INFO used_memory).
+    pub allocated: u64,
+    /// Bytes in active pages.
+    pub active: u64,
+    /// Bytes resident (INFO used_memory_rss).
+    pub resident: u64,
+    /// Highest `allocated` seen.
+    pub peak: u64,
+    /// `allocated` when first sampled, near start-up.
+    pub startup: u64,
+    /// Physical memory of the machine.
+    pub system: u64,
+}
+
+static PEAK: AtomicU64 = AtomicU64::new(0);
+static STARTUP: AtomicU64 = AtomicU64::new(0);
+
+/// Reads the allocator's current statistics.
+pub fn sample() -> MemorySample {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    let _ = epoch::advance();
+    let allocated = stats::allocated::read().unwrap_or(0) as u64;
+    let active = stats::active::read().unwrap_or(0) as u64;
+    let resident = stats::resident::read().unwrap_or(0) as u64;
+    let peak = PEAK.fetch_max(allocated, Ordering::Relaxed).max(allocated);
+    let _ = STARTUP.compare_exchange(0, allocated, Ordering::Relaxed, Ordering::Relaxed);
+    MemorySample {
+        allocated,
+        active,
+        resident,
+        peak,
+        startup: STARTUP.load(Ordering::Relaxed),
+        system: system_memory(),
+    }
+}
+
+fn system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(0)
+}
+
+/// User and system CPU seconds used by the process, from /proc/self/stat.
+pub fn cpu_seconds() -> (f64, f64) {
+    const TICKS_PER_SECOND: f64 = 100.0;
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start after
+    // the last ')'; utime and stime are the 12th and 13th of those.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) / TICKS_PER_SECOND, ticks(12) / TICKS_PER_SECOND)
+}

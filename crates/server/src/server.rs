@@ -1,0 +1,206 @@
+//! The server: shared state, listeners and the threading model.
+//!
+//! Threading model. keel runs one multi-threaded tokio runtime with
+//! `threads` workers (default: one per core). Every accepted connection is
+//! a task; the runtime spreads tasks over the workers, so connections are
+//! served on all cores at once. A task runs each command to completion on
+//! its worker: it parses the request, locks only the keyspace shards the
+//! command touches (see `keel_store::keyspace`), writes the reply into the
+//! connection's buffer, and sends each batch of replies with one write.
+//! There is no global lock on the command path: commands on different keys
+//! proceed in parallel, commands on the same shard take turns on that
+//! shard's lock, and multi-key commands lock their shards in a fixed order.
+//!
+//! Background work (the throughput sampler now; expiry and eviction later)
+//! runs as tasks of the same runtime.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use keel_store::Store;
+use parking_lot::RwLock;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::client::Clients;
+use crate::cmd::Table;
+use crate::config::Config;
+use crate::stats::Stats;
+use crate::{connection, notice, warning};
+
+/// Unix time in milliseconds.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// State shared by every connection.
+pub struct Server {
+    /// The keyspace.
+    pub store: Store,
+    /// Current configuration (CONFIG GET/SET).
+    pub config: RwLock<Config>,
+    /// Statistics (INFO).
+    pub stats: Stats,
+    /// Connected clients.
+    pub clients: Clients,
+    /// The command table.
+    pub commands: Table,
+    /// Unix ms at start.
+    pub started_ms: u64,
+    /// A random id for this run, as Redis's run_id.
+    pub run_id: String,
+    /// The TCP port actually listened on.
+    pub port: u16,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Server {
+    /// Builds the shared state for `config`.
+    pub fn new(config: Config, port: u16) -> Server {
+        let now = unix_ms();
+        let commands = Table::new();
+        let run_id = (0..40)
+            .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
+            .collect();
+        let server = Server {
+            store: Store::new(config.databases, now),
+            stats: Stats::new(commands.specs().len()),
+            config: RwLock::new(config),
+            clients: Clients::default(),
+            commands,
+            started_ms: now,
+            run_id,
+            port,
+            shutdown: watch::channel(false).0,
+        };
+        server.apply_config();
+        server
+    }
+
+    /// Pushes the settings that live outside [`Config`] (in the store and
+    /// the logger) after the configuration changed.
+    pub fn apply_config(&self) {
+        let config = self.config.read();
+        self.store.set_maxmemory(config.maxmemory);
+        self.store.access.set_policy(config.maxmemory_policy);
+        self.store.access.set_lfu_log_factor(config.lfu_log_factor);
+        self.store
+            .access
+            .set_lfu_decay_minutes(config.lfu_decay_time);
+        crate::log::set_level(config.loglevel);
+    }
+
+    /// Makes room for a command that may grow memory. Until background
+    /// eviction exists, this evicts inside the command as Redis does; under
+    /// noeviction, or when nothing can be evicted, the command is refused.
+    pub fn make_room(&self, now_ms: u64) -> bool {
+        while self.store.over_maxmemory() {
+            if !self.store.evict_one(now_ms) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Starts an orderly shutdown: listeners stop, connections finish what
+    /// they have read and close.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// A receiver that changes when shutdown begins.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+}
+
+/// Binds every configured address; fails only if none can be bound.
+async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+    let mut listeners = Vec::new();
+    let mut last_error = None;
+    for addr in &config.bind {
+        let host = if addr == "*" {
+            "0.0.0.0"
+        } else {
+            addr.as_str()
+        };
+        match TcpListener::bind((host, config.port)).await {
+            Ok(l) => listeners.push(l),
+            Err(e) => {
+                warning!(
+                    "Could not create server TCP listening socket {addr}:{}: {e}",
+                    config.port
+                );
+                last_error = Some(e);
+            }
+        }
+    }
+    match (listeners.is_empty(), last_error) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(listeners),
+    }
+}
+
+/// Runs the server until shutdown; returns once connections have closed.
+pub async fn run(config: Config) -> std::io::Result<()> {
+    let listeners = bind(&config).await?;
+    let port = listeners[0].local_addr()?.port();
+    let threads = config.threads;
+    let server = Arc::new(Server::new(config, port));
+    notice!(
+        "keel {} ready to accept connections on port {port} ({threads} threads)",
+        env!("CARGO_PKG_VERSION")
+    );
+    for listener in listeners {
+        tokio::spawn(accept_loop(server.clone(), listener));
+    }
+    tokio::spawn(sample_throughput(server.clone()));
+    let mut shutdown = server.shutdown_signal();
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => notice!("Received SIGINT scheduling shutdown..."),
+        _ = sigterm.recv() => notice!("Received SIGTERM scheduling shutdown..."),
+        _ = shutdown.wait_for(|&s| s) => notice!("User requested shutdown..."),
+    }
+    server.begin_shutdown();
+    server.clients.wait_all_closed(Duration::from_secs(5)).await;
+    notice!("keel is now ready to exit, bye bye...");
+    Ok(())
+}
+
+async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
+    let mut shutdown = server.shutdown_signal();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.wait_for(|&s| s) => return,
+        };
+        match accepted {
+            Ok((socket, addr)) => {
+                server
+                    .stats
+                    .connections_received
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tokio::spawn(connection::serve(server.clone(), socket, addr));
+            }
+            Err(e) => {
+                // Out of descriptors and the like: keep serving the
+                // connections we have, retry shortly.
+                warning!("Accepting client connection: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+async fn sample_throughput(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        server.stats.sample_ops(unix_ms());
+        // Keeps used_memory_peak current between INFO calls.
+        crate::memory::sample();
+    }
+}
