@@ -273,7 +273,7 @@ class CommandGenerator:
     def misc(self):
         return self.rng.choice([
             ["PING"], ["PING", self.value()], ["ECHO", self.value()], ["PING", "a", "b"],
-            ["CONFIG", "GET", "maxmemory"], ["EXISTS"], ["GET"],
+            ["CONFIG", "GET", "timeout"], ["EXISTS"], ["GET"],
         ])
 
     def unknown(self):

@@ -93,17 +93,27 @@ def test_command_errors(c, args, error):
 # -- CONFIG ------------------------------------------------------------------
 
 
+# keel deliberately starts with a 1gb memory budget where Redis has no limit, so
+# that an unconfigured cache cannot grow until the machine swaps.
+DEFAULT_MAXMEMORY = {"redis": b"0", "keel": b"1073741824"}
+
+
+def test_default_maxmemory(c, server_kind):
+    assert c.call("CONFIG", "GET", "maxmemory") == [b"maxmemory", DEFAULT_MAXMEMORY[server_kind]]
+    assert info(c, "memory")["maxmemory"] == DEFAULT_MAXMEMORY[server_kind].decode()
+
+
 def test_config_get_glob(c):
     values = config_dict(c.call("CONFIG", "GET", "maxmemory*"))
     assert {b"maxmemory", b"maxmemory-policy"} <= set(values)
     assert all(fnmatch.fnmatchcase(k.decode(), "maxmemory*") for k in values)
-    assert values[b"maxmemory"] == b"0"
+    assert values[b"maxmemory"].isdigit()
     assert values[b"maxmemory-policy"] == b"noeviction"
 
 
 def test_config_get_several_and_unknown(c):
-    values = config_dict(c.call("CONFIG", "GET", "maxmemory", "nosuchoption", "timeout"))
-    assert values == {b"maxmemory": b"0", b"timeout": b"0"}
+    values = config_dict(c.call("CONFIG", "GET", "databases", "nosuchoption", "timeout"))
+    assert values == {b"databases": b"16", b"timeout": b"0"}
     assert c.call("CONFIG", "GET", "nosuchoption") == []
 
 
@@ -113,7 +123,6 @@ def test_config_get_supported_directives(c, server):
         b"port": str(server.port).encode(),
         b"databases": b"16",
         b"requirepass": b"",
-        b"maxmemory": b"0",
         b"maxmemory-policy": b"noeviction",
         b"timeout": b"0",
         b"tcp-keepalive": b"300",
@@ -151,9 +160,10 @@ def test_config_set_several_at_once(c, restore_config):
 
 def test_config_set_is_all_or_nothing(c, restore_config):
     restore_config("maxmemory")
+    before = c.call("CONFIG", "GET", "maxmemory")
     assert c.call("CONFIG", "SET", "maxmemory", "1mb", "nosuchoption", "1") == Err(
         "ERR Unknown option or number of arguments for CONFIG SET - 'nosuchoption'")
-    assert c.call("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
+    assert c.call("CONFIG", "GET", "maxmemory") == before
 
 
 def config_set_failed(name, why):
@@ -274,7 +284,7 @@ def test_info_values(c, server):
     assert int(fields["used_memory_rss"]) > 0
     assert int(fields["used_memory_dataset"]) >= 0
     assert re.fullmatch(r"\d+(\.\d+)?[BKMGTP]", fields["used_memory_human"])
-    assert fields["maxmemory"] == "0"
+    assert fields["maxmemory"] == c.call("CONFIG", "GET", "maxmemory")[1].decode()
     assert fields["maxmemory_policy"] == "noeviction"
     assert float(fields["mem_fragmentation_ratio"]) >= 0
     assert int(fields["instantaneous_ops_per_sec"]) >= 0
