@@ -33,6 +33,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"keel_differs: {reason}"))
 
 
+def pytest_make_parametrize_id(config, val, argname):
+    """Show argument lists in test ids as the command line they form."""
+    if isinstance(val, (tuple, list)) and all(isinstance(x, str) for x in val):
+        return " ".join(val) if val else "(none)"
+    return None
+
+
 @pytest.fixture(scope="session")
 def server_kind(pytestconfig) -> str:
     return pytestconfig.getoption("--server")

@@ -191,9 +191,9 @@ class RespConn:
             raise AssertionError("empty RESP line")
         t, rest = line[:1], line[1:]
         if t == b"+":
-            return Status(rest.decode())
+            return Status(rest.decode(errors="surrogateescape"))
         if t == b"-":
-            return Err(rest.decode())
+            return Err(rest.decode(errors="surrogateescape"))
         if t == b":":
             return int(rest)
         if t == b"$":
