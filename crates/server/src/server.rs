@@ -11,8 +11,8 @@
 //! proceed in parallel, commands on the same shard take turns on that
 //! shard's lock, and multi-key commands lock their shards in a fixed order.
 //!
-//! Background work (the throughput sampler now; expiry and eviction later)
-//! runs as tasks of the same runtime.
+//! Background work (active expiry, the throughput sampler) runs as tasks of
+//! the same runtime.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -157,6 +157,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         tokio::spawn(accept_loop(server.clone(), listener));
     }
     tokio::spawn(sample_throughput(server.clone()));
+    tokio::spawn(expire_keys(server.clone()));
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -191,6 +192,29 @@ async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
                 warning!("Accepting client connection: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+        }
+    }
+}
+
+/// How often active expiry runs.
+const EXPIRE_TICK: Duration = Duration::from_millis(100);
+/// Keys one shard gives up per pass, so a mass expiry is reclaimed in
+/// short lock holds with other work in between.
+const EXPIRE_BATCH_PER_SHARD: usize = 256;
+
+/// Active expiry: every tick, reclaims every key whose deadline has passed,
+/// found through the shards' deadline index (no sampling). A large batch is
+/// taken in bounded steps, yielding between passes.
+async fn expire_keys(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(EXPIRE_TICK);
+    loop {
+        tick.tick().await;
+        while server
+            .store
+            .reclaim_expired(unix_ms(), EXPIRE_BATCH_PER_SHARD, crate::lazyfree::free)
+            .1
+        {
+            tokio::task::yield_now().await;
         }
     }
 }

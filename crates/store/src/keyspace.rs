@@ -23,7 +23,8 @@ use crate::shard::{EntryMut, Shard};
 use crate::value::Value;
 
 /// Shards per database. A power of two well above the core count, so two
-/// busy keys rarely share a lock.
+/// busy keys rarely share a lock; at most 64, one bit each in a reader's
+/// record of shards holding expired keys.
 pub const SHARDS_PER_DB: usize = 64;
 
 /// Every database of the server.
@@ -177,6 +178,34 @@ impl Store {
         true
     }
 
+    /// One pass of active expiry over every shard: removes keys whose
+    /// deadline has passed, at most `max_per_shard` per shard so no shard
+    /// lock is held for long, handing each to `free`. Shards with nothing
+    /// due cost one read lock. Returns how many keys were removed and
+    /// whether any shard still has keys due (call again).
+    pub fn reclaim_expired(
+        &self,
+        now_ms: u64,
+        max_per_shard: usize,
+        mut free: impl FnMut(Entry),
+    ) -> (usize, bool) {
+        let (mut reclaimed, mut more) = (0, false);
+        for db_no in 0..self.dbs.len() {
+            let db = self.db(db_no, now_ms);
+            for (shard_no, shard) in self.dbs[db_no].iter().enumerate() {
+                if shard.read().next_deadline().is_none_or(|at| at > now_ms) {
+                    continue;
+                }
+                let mut guard = db.guard(shard_no);
+                reclaimed += guard
+                    .guard
+                    .reclaim_expired(now_ms, max_per_shard, &mut free);
+                more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
+            }
+        }
+        (reclaimed, more)
+    }
+
     /// Expired keys reclaimed so far (the `expired_keys` statistic).
     pub fn expired_keys(&self) -> u64 {
         self.all_shards()
@@ -242,10 +271,29 @@ impl<'a> Db<'a> {
 
     /// Read access to the shard holding `key`.
     pub fn read(&self, key: &[u8]) -> ReadShard<'a> {
+        let index = self.shard_index(key);
         ReadShard {
-            guard: self.shards[self.shard_index(key)].read(),
-            store: self.store,
-            now_ms: self.now_ms,
+            guards: Some(Guards::One(index, self.shards[index].read())),
+            db: *self,
+            expired_in: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Read access to the shards of all `keys` at once, so a multi-key read
+    /// (MGET) sees one instant: never half of a concurrent MSET. Guards are
+    /// taken in ascending shard order, like [`Db::write_many`].
+    pub fn read_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> ReadShard<'a> {
+        let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        let guards = indexes
+            .into_iter()
+            .map(|i| (i, self.shards[i].read()))
+            .collect();
+        ReadShard {
+            guards: Some(Guards::Many(guards)),
+            db: *self,
+            expired_in: std::cell::Cell::new(0),
         }
     }
 
@@ -393,28 +441,85 @@ impl<'a> Db<'a> {
     }
 }
 
-/// A shard locked for reading, seen at one instant.
+/// Read guards of one shard, or of several taken together.
+enum Guards<'a> {
+    One(usize, RwLockReadGuard<'a, Shard>),
+    Many(Vec<(usize, RwLockReadGuard<'a, Shard>)>),
+}
+
+/// Shards locked for reading, seen at one instant.
+///
+/// A reader that meets an expired key sees it as absent; when the guards
+/// are released, the key is deleted under the write lock, as Redis deletes
+/// an expired key on access, so reads never keep dead keys in memory. All
+/// read guards are released before any write lock is taken, which keeps the
+/// locking discipline.
 pub struct ReadShard<'a> {
-    guard: RwLockReadGuard<'a, Shard>,
-    store: &'a Store,
-    now_ms: u64,
+    guards: Option<Guards<'a>>,
+    db: Db<'a>,
+    /// Bit `i` set: shard `i` holds an expired key a reader met.
+    expired_in: std::cell::Cell<u64>,
 }
 
 impl ReadShard<'_> {
+    /// The locked shard holding `key` and its index. Panics if `key` was not
+    /// among the keys the guards were taken for.
+    fn shard_of(&self, key: &[u8]) -> (usize, &Shard) {
+        match self.guards.as_ref().expect("held until drop") {
+            Guards::One(index, guard) => (*index, guard),
+            Guards::Many(guards) => {
+                let index = self.db.shard_index(key);
+                let at = guards
+                    .binary_search_by_key(&index, |(i, _)| *i)
+                    .expect("key's shard was locked by read_many");
+                (index, &guards[at].1)
+            }
+        }
+    }
+
+    fn live(&self, key: &[u8]) -> Option<&Entry> {
+        let (index, shard) = self.shard_of(key);
+        let entry = shard.get_even_expired(key)?;
+        if entry.is_expired(self.db.now_ms) {
+            self.expired_in.set(self.expired_in.get() | 1 << index);
+            return None;
+        }
+        Some(entry)
+    }
+
     /// The live entry for `key`, recording the access (LRU/LFU) with a
     /// relaxed atomic store: no write lock is needed to keep recency.
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
-        let entry = self.guard.get(key, self.now_ms)?;
+        let entry = self.live(key)?;
+        let store = self.db.store;
         entry
             .access
-            .touch(&self.store.access, self.store.clock(self.now_ms));
+            .touch(&store.access, store.clock(self.db.now_ms));
         Some(entry)
     }
 
     /// The live entry for `key`, without recording an access (OBJECT,
     /// TYPE-like introspection that Redis does not count as use).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
-        self.guard.get(key, self.now_ms)
+        self.live(key)
+    }
+}
+
+impl Drop for ReadShard<'_> {
+    fn drop(&mut self) {
+        drop(self.guards.take());
+        let mut expired_in = self.expired_in.get();
+        while expired_in != 0 {
+            let index = expired_in.trailing_zeros() as usize;
+            expired_in &= expired_in - 1;
+            // Earliest deadlines first, so the key just met goes unless a
+            // large batch is due ahead of it, which active expiry handles.
+            const MAX_RECLAIMED_ON_READ: usize = 64;
+            let mut shard = self.db.guard(index);
+            shard
+                .guard
+                .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, drop);
+        }
     }
 }
 
@@ -619,6 +724,74 @@ mod tests {
         assert_eq!(left, 0);
         store.access.set_policy(crate::Policy::AllKeysLru);
         assert!(store.evict_one(0));
+    }
+
+    #[test]
+    fn read_many_sees_every_key_and_reclaims_expired_ones() {
+        let store = Store::new(1, 0);
+        let db = store.db(0, 0);
+        let keys: Vec<String> = (0..300).map(|i| format!("k{i}")).collect();
+        for (i, k) in keys.iter().enumerate() {
+            let ttl = (i % 3 == 0).then_some(50);
+            db.write(k.as_bytes()).insert(k.as_bytes(), s("v"), ttl);
+        }
+        let later = store.db(0, 100);
+        let reader = later.read_many(&keys);
+        let found = keys
+            .iter()
+            .filter(|k| reader.get(k.as_bytes()).is_some())
+            .count();
+        assert_eq!(found, 200);
+        drop(reader);
+        assert_eq!(later.stats().keys, 200);
+    }
+
+    #[test]
+    fn readers_delete_expired_keys_they_meet() {
+        let store = Store::new(1, 0);
+        store.db(0, 0).write(b"k").insert(b"k", s("v"), Some(100));
+        let later = store.db(0, 200);
+        assert!(later.read(b"k").get(b"k").is_none());
+        assert_eq!(store.expired_keys(), 1);
+        assert_eq!(later.stats().keys, 0);
+        assert_eq!(
+            store.dataset_bytes(),
+            store
+                .db(0, 0)
+                .shards
+                .iter()
+                .map(|s| s.read().used_bytes())
+                .sum()
+        );
+    }
+
+    #[test]
+    fn active_expiry_reclaims_keys_nobody_reads() {
+        let store = Store::new(2, 0);
+        for i in 0..1000u64 {
+            let k = format!("k{i}");
+            store.db((i % 2) as usize, 0).write(k.as_bytes()).insert(
+                k.as_bytes(),
+                s("v"),
+                Some(10 + i % 3),
+            );
+        }
+        store.db(0, 0).write(b"keep").insert(b"keep", s("v"), None);
+        let mut freed = 0;
+        let (n, more) = store.reclaim_expired(11, 1, |_| freed += 1);
+        assert!(more, "one key per shard per pass leaves work");
+        assert_eq!(n, freed);
+        while store.reclaim_expired(12, 1, |_| freed += 1).1 {}
+        assert_eq!(freed, 1000);
+        assert_eq!(store.expired_keys(), 1000);
+        assert_eq!(
+            store.db(0, 12).stats(),
+            DbStats {
+                keys: 1,
+                expires: 0,
+                avg_ttl_ms: 0
+            }
+        );
     }
 
     #[test]

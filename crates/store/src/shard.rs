@@ -13,10 +13,16 @@
 //! - Growth never copies entries: a new chunk is added, so a large shard
 //!   does not stall on one big reallocation.
 //!
+//! Keys with a TTL are also indexed by deadline (an ordered set of
+//! `(deadline, slot)`), so the keys due now are found directly, without
+//! sampling or scanning keys that are not due: reclaiming them costs time
+//! proportional to how many expire, never to how many exist.
+//!
 //! Every change to what the shard holds goes through this file, so the byte
-//! count ([`Shard::used_bytes`]) and the TTL totals are exact by
-//! construction.
+//! count ([`Shard::used_bytes`]), the TTL totals and the deadline index are
+//! exact by construction.
 
+use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 
 use foldhash::fast::RandomState;
@@ -68,6 +74,10 @@ fn locate(slot: usize) -> (usize, usize) {
 /// byte.
 const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
 
+/// Bytes one deadline costs in the ordered set: a 16-byte element in B-tree
+/// nodes that are about two-thirds full on average.
+const DEADLINE_BYTES: usize = 24;
+
 /// One shard: its entries, their index and their accounting.
 #[derive(Debug)]
 pub struct Shard {
@@ -78,6 +88,7 @@ pub struct Shard {
     heap_bytes: usize,
     expires: usize,
     expire_sum_ms: u128,
+    deadlines: BTreeSet<(u64, u32)>,
     reclaimed_expired: u64,
 }
 
@@ -91,6 +102,7 @@ impl Shard {
             heap_bytes: 0,
             expires: 0,
             expire_sum_ms: 0,
+            deadlines: BTreeSet::new(),
             reclaimed_expired: 0,
         }
     }
@@ -128,6 +140,34 @@ impl Shard {
             + buckets * INDEX_BUCKET_BYTES
             + self.slot_count() * std::mem::size_of::<Option<Entry>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
+            + self.deadlines.len() * DEADLINE_BYTES
+    }
+
+    /// The earliest deadline of any key here.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|&(at, _)| at)
+    }
+
+    /// Removes up to `max` keys whose deadline is at or before `now_ms`,
+    /// earliest first, handing each to `free`. Returns how many were removed.
+    pub fn reclaim_expired(
+        &mut self,
+        now_ms: u64,
+        max: usize,
+        mut free: impl FnMut(Entry),
+    ) -> usize {
+        let mut reclaimed = 0;
+        while reclaimed < max {
+            match self.deadlines.first() {
+                Some(&(at, slot)) if at <= now_ms => {
+                    free(self.take_slot(slot));
+                    self.reclaimed_expired += 1;
+                    reclaimed += 1;
+                }
+                _ => break,
+            }
+        }
+        reclaimed
     }
 
     /// How many slots exist (live or free): the upper bound of a slot cursor.
@@ -173,6 +213,12 @@ impl Shard {
         (!entry.is_expired(now_ms)).then_some(entry)
     }
 
+    /// The entry for `key` whether or not it has expired, for callers that
+    /// act on expired entries themselves.
+    pub fn get_even_expired(&self, key: &[u8]) -> Option<&Entry> {
+        self.slot(self.find(key)? as usize)
+    }
+
     /// Mutable access to the live entry for `key`. An expired entry found
     /// on the way is reclaimed.
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<EntryMut<'_>> {
@@ -193,11 +239,12 @@ impl Shard {
     /// Stores `entry` under its key, replacing any previous entry in place
     /// (same slot). Returns the previous value if it was live.
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
-        self.track_expire(None, entry.expire_at_ms());
         self.heap_bytes += entry.heap_bytes();
+        let deadline = entry.expire_at_ms();
         if let Some(slot) = self.find(entry.key()) {
             let old = std::mem::replace(self.slot_mut(slot), entry);
-            self.forget(&old);
+            self.forget(slot, &old);
+            self.track_expire(slot, None, deadline);
             if old.is_expired(now_ms) {
                 self.reclaimed_expired += 1;
                 return None;
@@ -222,6 +269,7 @@ impl Shard {
             let entry = chunks[k][i].as_ref();
             hasher.hash_one(entry.expect("indexed slot is occupied").key())
         });
+        self.track_expire(slot, None, deadline);
         None
     }
 
@@ -267,24 +315,28 @@ impl Shard {
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.free.push(slot);
-        self.forget(&entry);
+        self.forget(slot, &entry);
         entry
     }
 
-    /// Removes an entry's bytes and TTL from the totals.
-    fn forget(&mut self, entry: &Entry) {
+    /// Removes the bytes and TTL of the entry that was in `slot` from the
+    /// totals and the deadline index.
+    fn forget(&mut self, slot: u32, entry: &Entry) {
         self.heap_bytes -= entry.heap_bytes();
-        self.track_expire(entry.expire_at_ms(), None);
+        self.track_expire(slot, entry.expire_at_ms(), None);
     }
 
-    fn track_expire(&mut self, old: Option<u64>, new: Option<u64>) {
+    /// The one place TTL bookkeeping changes: count, sum and index.
+    fn track_expire(&mut self, slot: u32, old: Option<u64>, new: Option<u64>) {
         if let Some(at) = old {
             self.expires -= 1;
             self.expire_sum_ms -= at as u128;
+            self.deadlines.remove(&(at, slot));
         }
         if let Some(at) = new {
             self.expires += 1;
             self.expire_sum_ms += at as u128;
+            self.deadlines.insert((at, slot));
         }
     }
 
@@ -365,7 +417,7 @@ impl EntryMut<'_> {
     /// Sets or clears the TTL, keeping the shard's TTL totals exact.
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
         let old = self.entry().expire_at_ms();
-        self.shard.track_expire(old, at);
+        self.shard.track_expire(self.slot, old, at);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
     }
 
@@ -467,6 +519,36 @@ mod tests {
         assert!(shard.get_mut(b"k", 100).is_none());
         assert_eq!(shard.len(), 0);
         assert_eq!(shard.reclaimed_expired(), 1);
+    }
+
+    #[test]
+    fn deadlines_index_follows_every_ttl_change() {
+        let mut shard = Shard::new(RandomState::default());
+        for i in 0..100u64 {
+            shard.insert(entry(&format!("k{i}"), "v", Some(1_000 + i)), 0);
+        }
+        shard.insert(entry("k0", "v", None), 0);
+        shard
+            .get_mut(b"k1", 0)
+            .unwrap()
+            .set_expire_at_ms(Some(5_000));
+        shard.get_mut(b"k2", 0).unwrap().set_expire_at_ms(None);
+        shard.remove(b"k3", 0);
+        assert_eq!(shard.deadlines.len(), shard.expires());
+        assert_eq!(shard.next_deadline(), Some(1_004));
+        let mut freed = Vec::new();
+        assert_eq!(shard.reclaim_expired(1_050, 10, |e| freed.push(e)), 10);
+        assert_eq!(freed[0].key(), b"k4");
+        assert_eq!(shard.reclaim_expired(1_050, usize::MAX, drop), 37);
+        assert_eq!(shard.len(), 100 - 1 - 10 - 37);
+        assert_eq!(shard.next_deadline(), Some(1_051));
+        assert_eq!(
+            shard.reclaim_expired(u64::MAX, usize::MAX, drop),
+            50,
+            "k51..k99 and k1"
+        );
+        assert_eq!(shard.expires(), 0);
+        assert_eq!(shard.len(), 2, "k0 and k2 have no TTL");
     }
 
     #[test]

@@ -175,7 +175,7 @@ fn write_docs(w: &mut Writer, spec: &Spec) {
 fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let table = &ctx.server.commands;
     let names: Vec<&str> = match &args[2..] {
-        [] => table.top_level().map(|s| s.name).collect(),
+        [] => table.specs().iter().map(|s| s.name).collect(),
         [filterby, kind, value] if is(filterby, "filterby") => {
             let keep: Box<dyn Fn(&Spec) -> bool> = match kind {
                 k if is(k, "pattern") => {

@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::config::{directive, DIRECTIVES};
 
-use super::{Ctx, Error, Spec, BASE, HELP};
+use super::{errors, Ctx, Error, Spec, BASE, HELP};
 
 /// CONFIG (container).
 pub const SPEC: Spec = Spec {
@@ -94,7 +94,7 @@ fn get(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 
 fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if !args.len().is_multiple_of(2) {
-        return Err("ERR wrong number of arguments for 'config|set' command".into());
+        return Err(errors::SYNTAX.into());
     }
     let mut next = ctx.server.config.read().clone();
     let mut seen = Vec::new();

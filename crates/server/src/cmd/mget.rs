@@ -1,5 +1,5 @@
 //! MGET key [key ...] — the string at each key; nil for missing keys and
-//! for keys of other types.
+//! for keys of other types. All keys are read at one instant, as in Redis.
 
 use bytes::Bytes;
 
@@ -23,9 +23,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let keys = &args[1..];
     ctx.w().array(keys.len());
     let db = ctx.db();
+    let shards = db.read_many(keys);
     for key in keys {
-        let shard = db.read(key);
-        let entry = shard.get(key);
+        let entry = shards.get(key);
         ctx.count_lookup(entry.is_some());
         match entry.and_then(|e| e.value.as_str()) {
             Some(s) => write_str(&mut ctx.w(), s),

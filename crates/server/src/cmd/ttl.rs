@@ -48,7 +48,7 @@ pub const EXPIRETIME: Spec = spec(
     "expiretime",
     "Returns the expiration time of a key as a Unix timestamp.",
     "7.0.0",
-    |ctx, args| reply(ctx, args, |deadline, _| deadline / 1000),
+    |ctx, args| reply(ctx, args, |deadline, _| (deadline + 500) / 1000),
 );
 /// PEXPIRETIME.
 pub const PEXPIRETIME: Spec = spec(
