@@ -29,6 +29,10 @@ use crate::schedule::{Arrival, Schedule};
 use crate::timeline::{Interval, Recorder};
 use crate::workload::{Cmd, Rng, Workload, FILL};
 
+/// How early an open-loop request may go out: tokio's timer has 1 ms
+/// resolution, and waking late would add up to 1 ms to every latency.
+const LEAD: Duration = Duration::from_millis(1);
+
 /// Error kind for requests still unanswered when the run ended.
 pub const UNFINISHED: &str = "unfinished at end";
 /// Error kind for open-loop requests that were due but never sent because
@@ -262,8 +266,12 @@ async fn serve(shared: &Shared, conn: &mut Conn, stream: &TcpStream, w: Window) 
                 }
             }
             Some(s) => {
-                while conn.inflight.len() < pipeline && w.start + s.peek() <= now {
-                    let intended = w.start + s.advance(&mut conn.rng);
+                // Timers tick in whole milliseconds, so a request is sent
+                // when it is due within LEAD; its latency then runs from the
+                // earlier of intended and actual send time, so neither the
+                // timer's rounding nor the early send bends the figures.
+                while conn.inflight.len() < pipeline && w.start + s.peek() <= now + LEAD {
+                    let intended = (w.start + s.advance(&mut conn.rng)).min(now);
                     let sent = workload.encode_next(&mut conn.rng, &mut conn.wbuf);
                     conn.inflight.push_back(Pending {
                         intended,
@@ -294,7 +302,7 @@ async fn serve(shared: &Shared, conn: &mut Conn, stream: &TcpStream, w: Window) 
         let mut exact = true;
         if let Some(s) = &conn.schedule {
             if conn.inflight.len() < pipeline {
-                deadline = deadline.min(w.start + s.peek());
+                deadline = deadline.min((w.start + s.peek()).checked_sub(LEAD).unwrap_or(w.start));
             }
         }
         if let Some(front) = conn.inflight.front() {

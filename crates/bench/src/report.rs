@@ -96,11 +96,11 @@ fn chart(title: &str, unit: &str, series: &[Series], xmax: usize, log: bool) -> 
         MT + ph * (1.0 - f.clamp(0.0, 1.0))
     };
     let mut svg = String::new();
-    let _ = write!(svg, "<h3>{}</h3><div class=legend>", esc(title));
+    let _ = write!(svg, "<h3>{}</h3><div class='legend'>", esc(title));
     for s in series {
         let _ = write!(
             svg,
-            "<span><svg width=26 height=10><line x1=0 y1=5 x2=26 y2=5 stroke='{}' stroke-width=2 {}/></svg> {}</span>",
+            "<span><svg width='26' height='10'><line x1='0' y1='5' x2='26' y2='5' stroke='{}' stroke-width='2' {}/></svg> {}</span>",
             s.color,
             if s.dashed { "stroke-dasharray='5,3'" } else { "" },
             esc(&s.name)
@@ -108,7 +108,7 @@ fn chart(title: &str, unit: &str, series: &[Series], xmax: usize, log: bool) -> 
     }
     let _ = write!(
         svg,
-        "</div><svg class=chart viewBox='0 0 {W} {H}' width='{W}' height='{H}'>"
+        "</div><svg class='chart' viewBox='0 0 {W} {H}' width='{W}' height='{H}'>"
     );
     // Grid and y labels.
     let ticks: Vec<f64> = if log {
@@ -126,7 +126,7 @@ fn chart(title: &str, unit: &str, series: &[Series], xmax: usize, log: bool) -> 
         let yy = y(t);
         let _ = write!(
             svg,
-            "<line x1={ML} y1={yy:.1} x2={} y2={yy:.1} class=grid /><text x={} y={:.1} class=yl>{} {}</text>",
+            "<line x1='{ML}' y1='{yy:.1}' x2='{}' y2='{yy:.1}' class='grid' /><text x='{}' y='{:.1}' class='yl'>{} {}</text>",
             ML + pw,
             ML - 4.0,
             yy + 4.0,
@@ -144,7 +144,7 @@ fn chart(title: &str, unit: &str, series: &[Series], xmax: usize, log: bool) -> 
         let xx = x(t as f64);
         let _ = write!(
             svg,
-            "<line x1={xx:.1} y1={MT} x2={xx:.1} y2={} class=grid /><text x={xx:.1} y={} class=xl>{t}s</text>",
+            "<line x1='{xx:.1}' y1='{MT}' x2='{xx:.1}' y2='{}' class='grid' /><text x='{xx:.1}' y='{}' class='xl'>{t}s</text>",
             MT + ph,
             H - 8.0
         );
@@ -170,7 +170,7 @@ fn chart(title: &str, unit: &str, series: &[Series], xmax: usize, log: bool) -> 
         }
         let _ = write!(
             svg,
-            "<path d='{d}' fill=none stroke='{}' stroke-width=1.6 {}/>",
+            "<path d='{d}' fill='none' stroke='{}' stroke-width='1.6' {}/>",
             s.color,
             if s.dashed {
                 "stroke-dasharray='5,3'"
@@ -190,7 +190,7 @@ fn chart(title: &str, unit: &str, series: &[Series], xmax: usize, log: bool) -> 
         }
         let _ = write!(
             svg,
-            "<rect x={:.1} y={MT} width={:.2} height={ph} class=hov><title>{}</title></rect>",
+            "<rect x='{:.1}' y='{MT}' width='{:.2}' height='{ph}' class='hov'><title>{}</title></rect>",
             x(i as f64 + 0.5),
             pw / xmax.max(1) as f64,
             esc(&tip)

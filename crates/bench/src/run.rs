@@ -146,12 +146,16 @@ pub async fn run(scenario: &Scenario, target: &Target, opts: &RunOpts) -> RunOut
     let mut load = scenario.load.clone();
     let mut calibrated_capacity = None;
     if opts.calibrate && reachable {
+        // Closed loop with one request in flight per connection: the open
+        // loop's arrivals are mostly one at a time per connection too, so a
+        // pipelined closed loop (which batches) would overstate capacity.
         let mut cal = load.clone();
         cal.rate = None;
+        cal.pipeline = 1;
         say(
             q,
             &format!(
-                "-- calibrating: closed loop for {} s with the scenario's connections and mix",
+                "-- calibrating: closed loop (pipeline 1) for {} s with the scenario's connections and mix",
                 scenario.calibrate_seconds
             ),
         );
