@@ -4,7 +4,8 @@
 //! buffer, in order, with all their replies gathered into one output buffer
 //! that is written once — pipelining costs one syscall per batch, not per
 //! command. A protocol error gets Redis's reply and closes this connection
-//! only; nothing else is affected.
+//! only; nothing else is affected. A killed connection (CLIENT KILL, server
+//! shutdown) answers the requests it had already read, then closes.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -31,6 +32,10 @@ const FLUSH_THRESHOLD: usize = 1024 * 1024;
 pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
     let local = socket.local_addr().unwrap_or(addr);
     let handle = server.clients.register(addr, local, unix_ms());
+    if server.is_shutting_down() {
+        server.clients.unregister(handle.id);
+        return;
+    }
     let (authenticated, keepalive) = {
         let config = server.config.read();
         (config.requirepass.is_empty(), config.tcp_keepalive)
@@ -66,59 +71,66 @@ struct Connection<'a> {
     decoder: RequestDecoder,
 }
 
-/// Why the loop stopped reading.
-enum Stop {
-    Closed,
+/// How a batch of requests ended.
+enum Batch {
+    /// Every complete request ran; read more.
+    Done,
+    /// The connection must close once replies are written.
+    Close,
 }
 
 impl Connection<'_> {
     async fn run(mut self) -> std::io::Result<()> {
-        let mut shutdown = self.server.shutdown_signal();
+        let handle = self.client.handle.clone();
+        // One wait for the whole connection: CLIENT KILL and shutdown both
+        // end it through this signal.
+        let killed = handle.killed();
+        tokio::pin!(killed);
         loop {
-            if let Some(Stop::Closed) = self.execute_buffered().await? {
-                return self.flush().await;
-            }
+            let batch = self.execute_buffered().await?;
             self.flush().await?;
-            if *shutdown.borrow() {
+            if matches!(batch, Batch::Close) || handle.is_killed() {
                 return Ok(());
             }
             if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK / 4 {
                 self.read_buf
                     .reserve(READ_CHUNK.max(self.decoder.bytes_wanted()));
             }
-            let idle_limit = match self.server.config.read().timeout {
-                0 => Duration::MAX,
-                secs => Duration::from_secs(secs),
-            };
-            let handle = self.client.handle.clone();
-            let read = tokio::select! {
-                r = tokio::time::timeout(idle_limit, self.socket.read_buf(&mut self.read_buf)) => r,
-                _ = handle.killed() => return Ok(()),
-                _ = shutdown.wait_for(|&s| s) => return Ok(()),
-            };
-            match read {
-                Ok(Ok(0)) => return Ok(()),
-                Ok(Ok(n)) => {
-                    self.server
-                        .stats
-                        .net_input_bytes
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                    handle
-                        .query_buffer
-                        .store(self.read_buf.len(), Ordering::Relaxed);
+            let timeout = self.server.hot.timeout_secs.load(Ordering::Relaxed);
+            let (socket, read_buf) = (&mut self.socket, &mut self.read_buf);
+            let read = async {
+                match timeout {
+                    0 => Ok(socket.read_buf(read_buf).await),
+                    secs => {
+                        tokio::time::timeout(Duration::from_secs(secs), socket.read_buf(read_buf))
+                            .await
+                    }
                 }
-                Ok(Err(e)) => return Err(e),
-                Err(_idle) => {
-                    verbose!("Closing idle client id={}", handle.id);
-                    return Ok(());
-                }
+            };
+            let n = tokio::select! {
+                biased;
+                _ = &mut killed => return Ok(()),
+                r = read => match r {
+                    Ok(r) => r?,
+                    Err(_idle) => {
+                        verbose!("Closing idle client id={}", handle.id);
+                        return Ok(());
+                    }
+                },
+            };
+            if n == 0 {
+                return Ok(());
             }
+            self.server.stats.count_input(n);
+            handle
+                .query_buffer
+                .store(self.read_buf.len(), Ordering::Relaxed);
         }
     }
 
     /// Executes every complete request in the read buffer.
-    async fn execute_buffered(&mut self) -> std::io::Result<Option<Stop>> {
-        let max_bulk_len = self.server.config.read().proto_max_bulk_len as usize;
+    async fn execute_buffered(&mut self) -> std::io::Result<Batch> {
+        let max_bulk_len = self.server.hot.proto_max_bulk_len.load(Ordering::Relaxed) as usize;
         loop {
             let limits = Limits {
                 max_bulk_len,
@@ -126,7 +138,7 @@ impl Connection<'_> {
             };
             let args = match self.decoder.next(&mut self.read_buf, &limits) {
                 Ok(Some(args)) => args,
-                Ok(None) => return Ok(None),
+                Ok(None) => return Ok(Batch::Done),
                 Err(e) => {
                     Writer::new(&mut self.write_buf, self.client.protocol)
                         .error(&format!("ERR {e}"));
@@ -134,21 +146,18 @@ impl Connection<'_> {
                         "Protocol error ({e}) from client id={}, closing",
                         self.client.handle.id
                     );
-                    return Ok(Some(Stop::Closed));
+                    return Ok(Batch::Close);
                 }
             };
             cmd::execute(self.server, self.client, &args, &mut self.write_buf);
             match self.client.after_reply.take() {
-                Some(AfterReply::Close) => return Ok(Some(Stop::Closed)),
+                Some(AfterReply::Close) => return Ok(Batch::Close),
                 // The reply waits with the connection, as Redis's does.
                 Some(AfterReply::Sleep(pause)) => tokio::time::sleep(pause).await,
                 None => {}
             }
             if self.write_buf.len() > FLUSH_THRESHOLD {
                 self.flush().await?;
-            }
-            if self.client.handle.is_killed() {
-                return Ok(Some(Stop::Closed));
             }
         }
     }
@@ -162,10 +171,7 @@ impl Connection<'_> {
             .output_buffer
             .store(self.write_buf.len(), Ordering::Relaxed);
         self.socket.write_all(&self.write_buf).await?;
-        self.server
-            .stats
-            .net_output_bytes
-            .fetch_add(self.write_buf.len() as u64, Ordering::Relaxed);
+        self.server.stats.count_output(self.write_buf.len());
         self.write_buf.clear();
         handle.output_buffer.store(0, Ordering::Relaxed);
         handle

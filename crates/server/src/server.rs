@@ -14,6 +14,7 @@
 //! Background work (active expiry, the throughput sampler) runs as tasks of
 //! the same runtime.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -53,7 +54,20 @@ pub struct Server {
     pub run_id: String,
     /// The TCP port actually listened on.
     pub port: u16,
+    /// Settings read on every request, as atomics so the connection path
+    /// takes no lock to read them.
+    pub hot: HotConfig,
     shutdown: watch::Sender<bool>,
+}
+
+/// Copies of the settings connections consult per read; kept in step with
+/// [`Config`] by [`Server::apply_config`].
+#[derive(Default)]
+pub struct HotConfig {
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: AtomicU64,
+    /// `timeout` in seconds; 0 disables it.
+    pub timeout_secs: AtomicU64,
 }
 
 impl Server {
@@ -73,6 +87,7 @@ impl Server {
             started_ms: now,
             run_id,
             port,
+            hot: HotConfig::default(),
             shutdown: watch::channel(false).0,
         };
         server.apply_config();
@@ -83,6 +98,12 @@ impl Server {
     /// the logger) after the configuration changed.
     pub fn apply_config(&self) {
         let config = self.config.read();
+        self.hot
+            .proto_max_bulk_len
+            .store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.hot
+            .timeout_secs
+            .store(config.timeout, Ordering::Relaxed);
         self.store.set_maxmemory(config.maxmemory);
         self.store.access.set_policy(config.maxmemory_policy);
         self.store.access.set_lfu_log_factor(config.lfu_log_factor);
@@ -108,6 +129,14 @@ impl Server {
     /// they have read and close.
     pub fn begin_shutdown(&self) {
         self.shutdown.send_replace(true);
+        for client in self.clients.list() {
+            client.kill();
+        }
+    }
+
+    /// True once shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
     }
 
     /// A receiver that changes when shutdown begins.
@@ -180,10 +209,7 @@ async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
         };
         match accepted {
             Ok((socket, addr)) => {
-                server
-                    .stats
-                    .connections_received
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                server.stats.count_connection();
                 tokio::spawn(connection::serve(server.clone(), socket, addr));
             }
             Err(e) => {

@@ -103,7 +103,6 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
     let mut f: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| f.push((k.to_string(), v));
     let stats = &server.stats;
-    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
     let config = server.config.read().clone();
     match name {
         "server" => {
@@ -209,39 +208,28 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("aof_last_write_status", "ok".into());
         }
         "stats" => {
+            let t = stats.totals();
             put(
                 "total_connections_received",
-                load(&stats.connections_received).to_string(),
+                t.connections_received.to_string(),
             );
-            put(
-                "total_commands_processed",
-                stats.total_commands().to_string(),
-            );
+            put("total_commands_processed", t.commands.to_string());
             put(
                 "instantaneous_ops_per_sec",
                 stats.instantaneous_ops().to_string(),
             );
-            put(
-                "total_net_input_bytes",
-                load(&stats.net_input_bytes).to_string(),
-            );
-            put(
-                "total_net_output_bytes",
-                load(&stats.net_output_bytes).to_string(),
-            );
+            put("total_net_input_bytes", t.net_input_bytes.to_string());
+            put("total_net_output_bytes", t.net_output_bytes.to_string());
             put("rejected_connections", "0".into());
             put("expired_keys", server.store.expired_keys().to_string());
             put("evicted_keys", server.store.evicted_keys().to_string());
             put("evicted_clients", "0".into());
-            put("keyspace_hits", load(&stats.keyspace_hits).to_string());
-            put("keyspace_misses", load(&stats.keyspace_misses).to_string());
+            put("keyspace_hits", t.keyspace_hits.to_string());
+            put("keyspace_misses", t.keyspace_misses.to_string());
             put("pubsub_channels", "0".into());
             put("pubsub_patterns", "0".into());
             put("latest_fork_usec", "0".into());
-            put(
-                "total_error_replies",
-                load(&stats.error_replies).to_string(),
-            );
+            put("total_error_replies", t.error_replies.to_string());
         }
         "replication" => {
             put("role", "master".into());
@@ -270,13 +258,12 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             }
         }
         "commandstats" => {
-            for (spec, c) in server.commands.specs().iter().zip(stats.commands.iter()) {
-                let calls = load(&c.calls);
-                let (rejected, failed) = (load(&c.rejected_calls), load(&c.failed_calls));
+            for (spec, c) in server.commands.specs().iter().zip(stats.commands()) {
+                let (calls, usec) = (c.calls, c.usec);
+                let (rejected, failed) = (c.rejected_calls, c.failed_calls);
                 if calls + rejected + failed == 0 {
                     continue;
                 }
-                let usec = load(&c.usec);
                 put(
                     &format!("cmdstat_{}", spec.name),
                     format!(
