@@ -6,7 +6,6 @@
 use bytes::Bytes;
 
 use crate::client::AfterReply;
-use crate::notice;
 
 use super::{errors, is, Ctx, Error, Spec, BASE};
 
@@ -38,7 +37,6 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if abort {
         return Err("ERR No shutdown in progress.".into());
     }
-    notice!("User requested shutdown...");
     ctx.server.begin_shutdown();
     // Like Redis, a successful SHUTDOWN sends no reply: the connection closes.
     ctx.client.after_reply = Some(AfterReply::Close);
