@@ -46,9 +46,9 @@ fn main() {
         std::process::exit(1);
     }
     log::set_level(config.loglevel);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.threads)
-        .thread_name("keel-worker")
+    // The main thread's loop: acceptor, signals, background work. Workers
+    // get loops of their own (see server.rs).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
     let result = match runtime {

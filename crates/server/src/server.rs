@@ -1,27 +1,30 @@
 //! The server: shared state, listeners and the threading model.
 //!
-//! Threading model. keel runs one multi-threaded tokio runtime with
-//! `threads` workers (default: one per core). Every accepted connection is
-//! a task; the runtime spreads tasks over the workers, so connections are
-//! served on all cores at once. A task runs each command to completion on
-//! its worker: it parses the request, locks only the keyspace shards the
-//! command touches (see `keel_store::keyspace`), writes the reply into the
-//! connection's buffer, and sends each batch of replies with one write.
-//! There is no global lock on the command path: commands on different keys
-//! proceed in parallel, commands on the same shard take turns on that
-//! shard's lock, and multi-key commands lock their shards in a fixed order.
+//! Threading model: thread per core. keel starts `threads` worker threads
+//! (default: one per core), each running its own single-threaded event
+//! loop. The main thread accepts connections and hands each to the next
+//! worker in turn; a connection then lives on that worker for good, so
+//! connections are spread over all cores and no worker ever has to wake
+//! another to share work. A worker runs each command to completion: it
+//! parses the request, locks only the keyspace shards the command touches
+//! (see `keel_store::keyspace`), writes the reply into the connection's
+//! buffer, and sends each batch of replies with one write. There is no
+//! global lock on the command path: commands on different keys proceed in
+//! parallel, commands on the same shard take turns on that shard's lock,
+//! and multi-key commands lock their shards in a fixed order.
 //!
-//! Background work (active expiry, the throughput sampler) runs as tasks of
-//! the same runtime.
+//! Background work (active expiry, the throughput sampler) and signal
+//! handling run on the main thread, beside the acceptor, off the workers.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use keel_store::Store;
 use parking_lot::RwLock;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
 
 use crate::client::Clients;
 use crate::cmd::Table;
@@ -172,19 +175,69 @@ async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
     }
 }
 
+/// A worker thread: its own event loop, fed new connections by the
+/// acceptor.
+struct Worker {
+    connections: mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>,
+}
+
+impl Worker {
+    fn start(server: Arc<Server>, number: usize) -> std::io::Result<Worker> {
+        let (connections, mut incoming) =
+            mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name(format!("keel-worker-{number}"))
+            .spawn(move || {
+                runtime.block_on(async {
+                    let mut tasks = tokio::task::JoinSet::new();
+                    while let Some((socket, addr)) = incoming.recv().await {
+                        match TcpStream::from_std(socket) {
+                            Ok(socket) => {
+                                tasks.spawn(connection::serve(server.clone(), socket, addr));
+                            }
+                            Err(e) => warning!("Registering client connection {addr}: {e}"),
+                        }
+                        // Reap finished connections as we go.
+                        while tasks.try_join_next().is_some() {}
+                    }
+                    // The acceptor is gone (shutdown): let connections finish.
+                    while tasks.join_next().await.is_some() {}
+                });
+            })?;
+        Ok(Worker { connections })
+    }
+}
+
 /// Runs the server until shutdown; returns once connections have closed.
+/// Call it from a single-threaded runtime on the main thread.
 pub async fn run(config: Config) -> std::io::Result<()> {
     let listeners = bind(&config).await?;
     let port = listeners[0].local_addr()?.port();
     let threads = config.threads;
     let server = Arc::new(Server::new(config, port));
+    let workers = (0..threads)
+        .map(|n| Worker::start(server.clone(), n))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let senders: Arc<[_]> = workers.iter().map(|w| w.connections.clone()).collect();
     notice!(
         "keel {} ready to accept connections on port {port} ({threads} threads)",
         env!("CARGO_PKG_VERSION")
     );
-    for listener in listeners {
-        tokio::spawn(accept_loop(server.clone(), listener));
-    }
+    let next_worker = Arc::new(AtomicUsize::new(0));
+    let acceptors: Vec<_> = listeners
+        .into_iter()
+        .map(|l| {
+            tokio::spawn(accept_loop(
+                server.clone(),
+                l,
+                senders.clone(),
+                next_worker.clone(),
+            ))
+        })
+        .collect();
     tokio::spawn(sample_throughput(server.clone()));
     tokio::spawn(expire_keys(server.clone()));
     let mut shutdown = server.shutdown_signal();
@@ -195,22 +248,35 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         _ = shutdown.wait_for(|&s| s) => notice!("User requested shutdown..."),
     }
     server.begin_shutdown();
+    for acceptor in acceptors {
+        let _ = acceptor.await;
+    }
     server.clients.wait_all_closed(Duration::from_secs(5)).await;
+    // Workers whose connections are all closed are idle; the process exit
+    // ends them.
+    drop(workers);
     notice!("keel is now ready to exit, bye bye...");
     Ok(())
 }
 
-async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
+async fn accept_loop(
+    server: Arc<Server>,
+    listener: TcpListener,
+    workers: Arc<[mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>]>,
+    next_worker: Arc<AtomicUsize>,
+) {
     let mut shutdown = server.shutdown_signal();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = shutdown.wait_for(|&s| s) => return,
         };
-        match accepted {
+        match accepted.and_then(|(socket, addr)| Ok((socket.into_std()?, addr))) {
             Ok((socket, addr)) => {
                 server.stats.count_connection();
-                tokio::spawn(connection::serve(server.clone(), socket, addr));
+                let n = next_worker.fetch_add(1, Ordering::Relaxed) % workers.len();
+                // A worker only stops after the acceptors, so it is there.
+                let _ = workers[n].send((socket, addr));
             }
             Err(e) => {
                 // Out of descriptors and the like: keep serving the
