@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# redis-benchmark against redis-server and keel-server, started here with
+# equal settings on free local ports, alternating servers so that drift in
+# machine load hits both alike. Prints a markdown table of requests/s per
+# round, with the generator's CPU beside each run.
+#
+#   bench/redis-benchmark.sh [ROUNDS] [REQUESTS]
+#
+# Each row runs: redis-benchmark -t set,get -n REQUESTS -r 100000 -c 50 [-P 16]
+set -euo pipefail
+rounds=${1:-2}
+requests=${2:-1000000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+keel=$root/target/release/keel-server
+[ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
+command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark (apt-get install redis-tools)" >&2; exit 1; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; echo "server on $1 did not start" >&2; exit 1; }
+
+common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction)
+redis_port=$(free_port)
+redis-server --port "$redis_port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 &
+pids+=($!)
+keel_port=$(free_port)
+"$keel" --port "$keel_port" "${common[@]}" 2>/dev/null &
+pids+=($!)
+wait_port "$redis_port"
+wait_port "$keel_port"
+
+echo "| round | pipeline | test | redis-server req/s | keel-server req/s | keel / redis | generator CPU (redis, keel) |"
+echo "|---|---|---|---|---|---|---|"
+run() { # port pipeline test -> "rps cpu%"
+  /usr/bin/time -f "%U %S %e" -o /tmp/redis-benchmark.time \
+    redis-benchmark -p "$1" -t "$3" -n "$requests" -r 100000 -c 50 -P "$2" -q 2>/dev/null \
+    | tr '\r' '\n' | grep -E "requests per second" | tail -1 | awk '{print $2}' > /tmp/redis-benchmark.out
+  read -r u s e < /tmp/redis-benchmark.time
+  echo "$(cat /tmp/redis-benchmark.out) $(echo "($u+$s)*100/$e" | bc -l | xargs printf '%.0f')"
+}
+for round in $(seq 1 "$rounds"); do
+  for pipeline in 1 16; do
+    for test in set get; do
+      read -r r rcpu < <(run "$redis_port" "$pipeline" "$test")
+      read -r k kcpu < <(run "$keel_port" "$pipeline" "$test")
+      ratio=$(echo "$k / $r" | bc -l | xargs printf '%.2f')
+      echo "| $round | $pipeline | ${test^^} | $r | $k | $ratio | ${rcpu}%, ${kcpu}% |"
+    done
+  done
+done
