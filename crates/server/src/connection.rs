@@ -21,9 +21,12 @@ use crate::client::{AfterReply, Client};
 use crate::server::{unix_ms, Server};
 use crate::{cmd, verbose};
 
-/// Initial buffer sizes: enough for typical requests and replies without
-/// growing, small enough for tens of thousands of idle connections.
-const READ_CHUNK: usize = 16 * 1024;
+/// Read space a connection starts with and tops up to: enough for typical
+/// requests, small enough for tens of thousands of idle connections.
+const READ_CHUNK: usize = 4 * 1024;
+/// A buffer grown past this by a burst is released once it is empty, so a
+/// connection's memory follows its current traffic, not its largest ever.
+const KEEP_CAPACITY: usize = 64 * 1024;
 /// Replies beyond this are sent before the rest of a batch is executed, so
 /// a pipeline of large replies does not pile up in memory.
 const FLUSH_THRESHOLD: usize = 1024 * 1024;
@@ -51,7 +54,7 @@ pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
         socket,
         client: &mut client,
         read_buf: BytesMut::with_capacity(READ_CHUNK),
-        write_buf: BytesMut::with_capacity(READ_CHUNK),
+        write_buf: BytesMut::new(),
         decoder: RequestDecoder::new(),
     }
     .run()
@@ -92,9 +95,15 @@ impl Connection<'_> {
             if matches!(batch, Batch::Close) || handle.is_killed() {
                 return Ok(());
             }
-            if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK / 4 {
-                self.read_buf
-                    .reserve(READ_CHUNK.max(self.decoder.bytes_wanted()));
+            if self.read_buf.is_empty() && self.read_buf.capacity() > KEEP_CAPACITY {
+                self.read_buf = BytesMut::with_capacity(READ_CHUNK);
+            }
+            // Room for what a big argument still needs, or at least a chunk;
+            // a buffer that keeps filling up doubles, as a pipeline needs.
+            let spare = self.read_buf.capacity() - self.read_buf.len();
+            let wanted = self.decoder.bytes_wanted().max(READ_CHUNK / 4);
+            if spare < wanted {
+                self.read_buf.reserve(wanted.max(self.read_buf.len()));
             }
             let timeout = self.server.hot.timeout_secs.load(Ordering::Relaxed);
             let (socket, read_buf) = (&mut self.socket, &mut self.read_buf);
@@ -172,7 +181,11 @@ impl Connection<'_> {
             .store(self.write_buf.len(), Ordering::Relaxed);
         self.socket.write_all(&self.write_buf).await?;
         self.server.stats.count_output(self.write_buf.len());
-        self.write_buf.clear();
+        if self.write_buf.capacity() > KEEP_CAPACITY {
+            self.write_buf = BytesMut::new();
+        } else {
+            self.write_buf.clear();
+        }
         handle.output_buffer.store(0, Ordering::Relaxed);
         handle
             .query_buffer
