@@ -427,18 +427,26 @@ impl Default for Table {
 }
 
 /// Formats the unknown-command error exactly as Redis 7 does: the name
-/// cut at 128 bytes and the first arguments quoted until 128 bytes.
+/// cut at 128 bytes and the first arguments quoted until 128 bytes, each
+/// ending at its first NUL byte as C's `%s` does.
 fn unknown_command(args: &[Bytes]) -> Error {
+    let c_string = |arg: &[u8], max: usize| {
+        let end = arg
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(arg.len())
+            .min(max);
+        String::from_utf8_lossy(&arg[..end]).into_owned()
+    };
     let mut listed = String::new();
     for arg in &args[1..] {
         if listed.len() >= 128 {
             break;
         }
-        let room = 128 - listed.len();
-        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]);
+        let text = c_string(arg, 128 - listed.len());
         listed.push_str(&format!("'{text}' "));
     }
-    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]);
+    let name = c_string(&args[0], 128);
     format!("ERR unknown command '{name}', with args beginning with: {listed}").into()
 }
 
@@ -546,6 +554,14 @@ mod tests {
         assert_eq!(
             unknown_command(&args).0,
             "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+        let with_nul: Vec<Bytes> = [&b"fo\0o"[..], b"a\0b"]
+            .iter()
+            .map(|s| Bytes::copy_from_slice(s))
+            .collect();
+        assert_eq!(
+            unknown_command(&with_nul).0,
+            "ERR unknown command 'fo', with args beginning with: 'a' "
         );
     }
 
