@@ -5,7 +5,8 @@
 #   bench/compare-redis.sh SCENARIO [--redis-only|--keel-only] [--server-args "ARGS"] [-- keel-bench options]
 #
 # Both servers get the scenario's [server] settings (keel-bench
-# --print-server-args SCENARIO) plus --server-args, no persistence, and a
+# --print-server-args SCENARIO) plus --server-args (Redis also gets
+# --save "" --appendonly no), and a
 # file-descriptor limit high enough for thousands of connections. Each
 # server is stopped by its PID when the script exits, however it exits.
 # Results: bench/results/<scenario>-<timestamp>{.html,-redis.csv,-keel.csv,.txt}
@@ -53,10 +54,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start() { # binary port logfile
+start() { # binary port logfile [extra args...]
   local bin=$1 port=$2 log=$3
+  shift 3
   # shellcheck disable=SC2086
-  "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no $server_args $extra_server >"$log" 2>&1 &
+  "$bin" --port "$port" --bind 127.0.0.1 "$@" $server_args $extra_server >"$log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   for _ in $(seq 1 200); do
@@ -71,7 +73,8 @@ start() { # binary port logfile
 targets=()
 if [ "$only" != keel ]; then
   rport=$(free_port)
-  start "$redis" "$rport" "$out-redis-server.log" >/dev/null
+  # Redis persists by default; keel-server has no persistence to turn off.
+  start "$redis" "$rport" "$out-redis-server.log" --save "" --appendonly no >/dev/null
   targets+=("redis=127.0.0.1:$rport")
 fi
 if [ "$only" != redis ]; then

@@ -53,25 +53,27 @@ fn start_server(port: u16) -> Server {
         "--maxmemory",
         "64mb",
     ]);
-    cmd.args([
-        "--maxmemory-policy",
-        "allkeys-lru",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ]);
+    cmd.args(["--maxmemory-policy", "allkeys-lru"]);
+    if bin.file_name().is_some_and(|n| n == "redis-server") {
+        // keel-server has no persistence to turn off; Redis does.
+        cmd.args(["--save", "", "--appendonly", "no"]);
+    }
+    // Log to a file, not a pipe: a pipe nobody reads would stall a chatty
+    // server once it fills.
+    let log = std::env::temp_dir().join(format!("keel-bench-it-server-{port}.log"));
+    let file = std::fs::File::create(&log).unwrap();
     let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(Stdio::from(file.try_clone().unwrap()))
+        .stderr(Stdio::from(file))
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
     let mut server = Server(child);
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = server.0.try_wait() {
+            let out = std::fs::read_to_string(&log).unwrap_or_default();
             panic!(
-                "{} exited before accepting connections: {status}",
+                "{} exited before accepting connections: {status}\n{out}",
                 bin.display()
             );
         }
