@@ -41,6 +41,9 @@ pub struct Config {
     pub logfile: String,
     /// Largest single argument a client may send.
     pub proto_max_bulk_len: u64,
+    /// Milliseconds between active expiry passes: the bound on how long a
+    /// key outlives its deadline.
+    pub expire_tick_ms: u64,
     /// The file the configuration was read from, if any.
     pub config_file: Option<String>,
 }
@@ -66,6 +69,7 @@ impl Default for Config {
             loglevel: Level::Notice,
             logfile: String::new(),
             proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
+            expire_tick_ms: 100,
             config_file: None,
         }
     }
@@ -218,6 +222,15 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.logfile.clone(),
         set: |c, v| {
             c.logfile = one(v)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "expire-tick",
+        mutable: true,
+        get: |c| c.expire_tick_ms.to_string(),
+        set: |c, v| {
+            c.expire_tick_ms = int_in(one(v)?, 1, 10_000)? as u64;
             Ok(())
         },
     },

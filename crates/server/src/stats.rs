@@ -44,13 +44,15 @@ pub struct Totals {
     pub net_output_bytes: u64,
     /// Commands run.
     pub commands: u64,
+    /// Microseconds spent in active expiry passes.
+    pub expire_cycle_usec: u64,
 }
 
 /// One thread's counters. Written only by its thread (relaxed atomics so
 /// INFO on another thread may read them), so there is no contention.
 struct Local {
     commands: Box<[[AtomicU64; 4]]>,
-    totals: [AtomicU64; 6],
+    totals: [AtomicU64; 7],
 }
 
 const CONNECTIONS: usize = 0;
@@ -59,6 +61,7 @@ const MISSES: usize = 2;
 const ERRORS: usize = 3;
 const NET_IN: usize = 4;
 const NET_OUT: usize = 5;
+const EXPIRE_CYCLE_USEC: usize = 6;
 
 impl Local {
     fn new(commands: usize) -> Local {
@@ -162,6 +165,11 @@ impl Stats {
         self.local(|l| bump(&l.totals[NET_OUT], bytes as u64));
     }
 
+    /// Records time spent in an active expiry pass.
+    pub fn count_expire_cycle(&self, elapsed: Duration) {
+        self.local(|l| bump(&l.totals[EXPIRE_CYCLE_USEC], elapsed.as_micros() as u64));
+    }
+
     /// Per-command counters summed over threads, by command id.
     pub fn commands(&self) -> Vec<CommandStats> {
         let mut out: Vec<CommandStats> = (0..self.commands)
@@ -190,6 +198,7 @@ impl Stats {
             t.error_replies += v(ERRORS);
             t.net_input_bytes += v(NET_IN);
             t.net_output_bytes += v(NET_OUT);
+            t.expire_cycle_usec += v(EXPIRE_CYCLE_USEC);
             t.commands += local
                 .commands
                 .iter()

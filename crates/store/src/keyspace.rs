@@ -15,10 +15,11 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use foldhash::fast::RandomState;
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::access::{Access, AccessConfig, Clock};
 use crate::entry::Entry;
+use crate::expiry::{LagWindow, Reclaimed};
 use crate::shard::{EntryMut, Shard};
 use crate::value::Value;
 
@@ -35,6 +36,7 @@ pub struct Store {
     dataset_bytes: AtomicUsize,
     maxmemory: AtomicU64,
     evicted_keys: AtomicU64,
+    lag: Mutex<LagWindow>,
     started_ms: u64,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
@@ -58,6 +60,7 @@ impl Store {
             dataset_bytes: AtomicUsize::new(0),
             maxmemory: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
+            lag: Mutex::new(LagWindow::default()),
             started_ms: now_ms,
             access: AccessConfig::default(),
         }
@@ -181,15 +184,15 @@ impl Store {
     /// One pass of active expiry over every shard: removes keys whose
     /// deadline has passed, at most `max_per_shard` per shard so no shard
     /// lock is held for long, handing each to `free`. Shards with nothing
-    /// due cost one read lock. Returns how many keys were removed and
-    /// whether any shard still has keys due (call again).
+    /// due cost one read lock. Returns what was removed and whether any
+    /// shard still has keys due (call again).
     pub fn reclaim_expired(
         &self,
         now_ms: u64,
         max_per_shard: usize,
         mut free: impl FnMut(Entry),
-    ) -> (usize, bool) {
-        let (mut reclaimed, mut more) = (0, false);
+    ) -> (Reclaimed, bool) {
+        let (mut done, mut more) = (Reclaimed::default(), false);
         for db_no in 0..self.dbs.len() {
             let db = self.db(db_no, now_ms);
             for (shard_no, shard) in self.dbs[db_no].iter().enumerate() {
@@ -197,13 +200,36 @@ impl Store {
                     continue;
                 }
                 let mut guard = db.guard(shard_no);
-                reclaimed += guard
-                    .guard
-                    .reclaim_expired(now_ms, max_per_shard, &mut free);
+                done.add(
+                    guard
+                        .guard
+                        .reclaim_expired(now_ms, max_per_shard, &mut free),
+                );
                 more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
             }
         }
-        (reclaimed, more)
+        self.record_lag(now_ms, done);
+        (done, more)
+    }
+
+    fn record_lag(&self, now_ms: u64, done: Reclaimed) {
+        if done.keys > 0 {
+            self.lag.lock().record(now_ms, done.max_lag_ms);
+        }
+    }
+
+    /// The worst delay, in ms, between a key's deadline and its removal
+    /// over the last minute (INFO's `expire_lag_ms_max`).
+    pub fn expire_lag_ms_max(&self, now_ms: u64) -> u64 {
+        self.lag.lock().max(now_ms)
+    }
+
+    /// Bytes held by keys already past their deadline and not yet
+    /// reclaimed, measured over every shard (INFO's `expired_stale_perc`).
+    pub fn stale_bytes(&self, now_ms: u64) -> usize {
+        self.all_shards()
+            .map(|s| s.read().stale_bytes(now_ms))
+            .sum()
     }
 
     /// Expired keys reclaimed so far (the `expired_keys` statistic).
@@ -516,9 +542,11 @@ impl Drop for ReadShard<'_> {
             // large batch is due ahead of it, which active expiry handles.
             const MAX_RECLAIMED_ON_READ: usize = 64;
             let mut shard = self.db.guard(index);
-            shard
+            let done = shard
                 .guard
                 .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, drop);
+            drop(shard);
+            self.db.store.record_lag(self.db.now_ms, done);
         }
     }
 }
@@ -778,9 +806,10 @@ mod tests {
         }
         store.db(0, 0).write(b"keep").insert(b"keep", s("v"), None);
         let mut freed = 0;
-        let (n, more) = store.reclaim_expired(11, 1, |_| freed += 1);
+        let (done, more) = store.reclaim_expired(11, 1, |_| freed += 1);
         assert!(more, "one key per shard per pass leaves work");
-        assert_eq!(n, freed);
+        assert_eq!(done.keys, freed);
+        assert_eq!(store.expire_lag_ms_max(11), 1);
         while store.reclaim_expired(12, 1, |_| freed += 1).1 {}
         assert_eq!(freed, 1000);
         assert_eq!(store.expired_keys(), 1000);

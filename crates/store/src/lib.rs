@@ -8,11 +8,13 @@
 //! - [`keyspace`]: databases, shards and the locking discipline.
 //! - [`shard`]: one shard's stable-slot table and its accounting.
 //! - [`value`]: value types and encodings.
+//! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling.
 //! - [`access`]: recency/frequency per key and the maxmemory policies.
 //! - [`pattern`]: Redis glob matching.
 
 pub mod access;
 mod entry;
+pub mod expiry;
 pub mod keyspace;
 pub mod pattern;
 pub mod shard;
@@ -20,6 +22,7 @@ pub mod value;
 
 pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
+pub use expiry::Reclaimed;
 pub use keyspace::{
     Db, DbStats, Lookup, MultiWrite, ReadShard, Store, Vacant, WriteShard, SHARDS_PER_DB,
 };

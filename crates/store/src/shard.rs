@@ -29,6 +29,7 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
 use crate::entry::Entry;
+use crate::expiry::Reclaimed;
 
 /// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
 /// holding a few keys costs a few hundred bytes, and a large one adds
@@ -149,25 +150,35 @@ impl Shard {
     }
 
     /// Removes up to `max` keys whose deadline is at or before `now_ms`,
-    /// earliest first, handing each to `free`. Returns how many were removed.
+    /// earliest first, handing each to `free`.
     pub fn reclaim_expired(
         &mut self,
         now_ms: u64,
         max: usize,
         mut free: impl FnMut(Entry),
-    ) -> usize {
-        let mut reclaimed = 0;
-        while reclaimed < max {
+    ) -> Reclaimed {
+        let mut done = Reclaimed::default();
+        while done.keys < max {
             match self.deadlines.first() {
                 Some(&(at, slot)) if at <= now_ms => {
                     free(self.take_slot(slot));
                     self.reclaimed_expired += 1;
-                    reclaimed += 1;
+                    done.keys += 1;
+                    done.max_lag_ms = done.max_lag_ms.max(now_ms - at);
                 }
                 _ => break,
             }
         }
-        reclaimed
+        done
+    }
+
+    /// Bytes held by keys past their deadline that are still here.
+    pub fn stale_bytes(&self, now_ms: u64) -> usize {
+        self.deadlines
+            .range(..=(now_ms, u32::MAX))
+            .filter_map(|&(_, slot)| self.slot(slot as usize))
+            .map(Shard::entry_bytes)
+            .sum()
     }
 
     /// How many slots exist (live or free): the upper bound of a slot cursor.
@@ -537,13 +548,25 @@ mod tests {
         assert_eq!(shard.deadlines.len(), shard.expires());
         assert_eq!(shard.next_deadline(), Some(1_004));
         let mut freed = Vec::new();
-        assert_eq!(shard.reclaim_expired(1_050, 10, |e| freed.push(e)), 10);
+        assert_eq!(shard.reclaim_expired(1_050, 10, |e| freed.push(e)).keys, 10);
         assert_eq!(freed[0].key(), b"k4");
-        assert_eq!(shard.reclaim_expired(1_050, usize::MAX, drop), 37);
+        assert_eq!(
+            shard.stale_bytes(1_050),
+            37 * Shard::entry_bytes(shard.get_even_expired(b"k14").unwrap())
+        );
+        let done = shard.reclaim_expired(1_050, usize::MAX, drop);
+        assert_eq!(
+            done,
+            Reclaimed {
+                keys: 37,
+                max_lag_ms: 1_050 - 1_014
+            }
+        );
+        assert_eq!(shard.stale_bytes(1_050), 0);
         assert_eq!(shard.len(), 100 - 1 - 10 - 37);
         assert_eq!(shard.next_deadline(), Some(1_051));
         assert_eq!(
-            shard.reclaim_expired(u64::MAX, usize::MAX, drop),
+            shard.reclaim_expired(u64::MAX, usize::MAX, drop).keys,
             50,
             "k51..k99 and k1"
         );

@@ -222,6 +222,21 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("total_net_output_bytes", t.net_output_bytes.to_string());
             put("rejected_connections", "0".into());
             put("expired_keys", server.store.expired_keys().to_string());
+            let dataset = server.store.dataset_bytes().max(1) as f64;
+            let stale = server.store.stale_bytes(now_ms) as f64;
+            put(
+                "expired_stale_perc",
+                format!("{:.2}", 100.0 * stale / dataset),
+            );
+            put("expired_time_cap_reached_count", "0".into());
+            put(
+                "expire_cycle_cpu_milliseconds",
+                (t.expire_cycle_usec / 1000).to_string(),
+            );
+            put(
+                "expire_lag_ms_max",
+                server.store.expire_lag_ms_max(now_ms).to_string(),
+            );
             put("evicted_keys", server.store.evicted_keys().to_string());
             put("evicted_clients", "0".into());
             put("keyspace_hits", t.keyspace_hits.to_string());
