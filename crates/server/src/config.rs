@@ -44,6 +44,13 @@ pub struct Config {
     /// Milliseconds between active expiry passes: the bound on how long a
     /// key outlives its deadline.
     pub expire_tick_ms: u64,
+    /// Percent of maxmemory above which background eviction starts.
+    pub eviction_high_percent: u64,
+    /// Percent of maxmemory below which background eviction stops.
+    pub eviction_low_percent: u64,
+    /// Percent of one core background eviction may use while under the
+    /// hard limit.
+    pub eviction_cpu_percent: u64,
     /// The file the configuration was read from, if any.
     pub config_file: Option<String>,
 }
@@ -70,6 +77,9 @@ impl Default for Config {
             logfile: String::new(),
             proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
             expire_tick_ms: 100,
+            eviction_high_percent: 99,
+            eviction_low_percent: 97,
+            eviction_cpu_percent: 25,
             config_file: None,
         }
     }
@@ -231,6 +241,41 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.expire_tick_ms.to_string(),
         set: |c, v| {
             c.expire_tick_ms = int_in(one(v)?, 1, 10_000)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxmemory-high-watermark",
+        mutable: true,
+        get: |c| c.eviction_high_percent.to_string(),
+        set: |c, v| {
+            let high = int_in(one(v)?, 1, 100)? as u64;
+            if high < c.eviction_low_percent {
+                return Err("argument must not be below maxmemory-low-watermark".into());
+            }
+            c.eviction_high_percent = high;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxmemory-low-watermark",
+        mutable: true,
+        get: |c| c.eviction_low_percent.to_string(),
+        set: |c, v| {
+            let low = int_in(one(v)?, 1, 100)? as u64;
+            if low > c.eviction_high_percent {
+                return Err("argument must not be above maxmemory-high-watermark".into());
+            }
+            c.eviction_low_percent = low;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxmemory-eviction-cpu-percent",
+        mutable: true,
+        get: |c| c.eviction_cpu_percent.to_string(),
+        set: |c, v| {
+            c.eviction_cpu_percent = int_in(one(v)?, 1, 100)? as u64;
             Ok(())
         },
     },

@@ -7,6 +7,7 @@ mod client;
 mod cmd;
 mod config;
 mod connection;
+mod eviction;
 mod lazyfree;
 mod log;
 mod memory;

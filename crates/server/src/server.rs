@@ -13,8 +13,9 @@
 //! parallel, commands on the same shard take turns on that shard's lock,
 //! and multi-key commands lock their shards in a fixed order.
 //!
-//! Background work (active expiry, the throughput sampler) and signal
-//! handling run on the main thread, beside the acceptor, off the workers.
+//! Background work (active expiry, eviction ahead of need, the throughput
+//! sampler) and signal handling run on the main thread, beside the
+//! acceptor, off the workers.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -60,6 +61,9 @@ pub struct Server {
     /// Settings read on every request, as atomics so the connection path
     /// takes no lock to read them.
     pub hot: HotConfig,
+    /// Wakes background eviction when a write finds memory past the high
+    /// watermark.
+    pub eviction_wake: tokio::sync::Notify,
     shutdown: watch::Sender<bool>,
 }
 
@@ -73,6 +77,12 @@ pub struct HotConfig {
     pub timeout_secs: AtomicU64,
     /// `expire-tick` in milliseconds.
     pub expire_tick_ms: AtomicU64,
+    /// `maxmemory-high-watermark`, percent of maxmemory.
+    pub eviction_high_percent: AtomicU64,
+    /// `maxmemory-low-watermark`, percent of maxmemory.
+    pub eviction_low_percent: AtomicU64,
+    /// `maxmemory-eviction-cpu-percent`, percent of one core.
+    pub eviction_cpu_percent: AtomicU64,
 }
 
 impl Server {
@@ -84,7 +94,7 @@ impl Server {
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
             .collect();
         let server = Server {
-            store: Store::new(config.databases, now),
+            store: Store::new(config.databases),
             stats: Stats::new(commands.specs().len()),
             config: RwLock::new(config),
             clients: Clients::default(),
@@ -93,6 +103,7 @@ impl Server {
             run_id,
             port,
             hot: HotConfig::default(),
+            eviction_wake: tokio::sync::Notify::new(),
             shutdown: watch::channel(false).0,
         };
         server.apply_config();
@@ -112,6 +123,17 @@ impl Server {
         self.hot
             .expire_tick_ms
             .store(config.expire_tick_ms, Ordering::Relaxed);
+        let percents = [
+            (
+                &self.hot.eviction_high_percent,
+                config.eviction_high_percent,
+            ),
+            (&self.hot.eviction_low_percent, config.eviction_low_percent),
+            (&self.hot.eviction_cpu_percent, config.eviction_cpu_percent),
+        ];
+        for (hot, value) in percents {
+            hot.store(value, Ordering::Relaxed);
+        }
         self.store.set_maxmemory(config.maxmemory);
         self.store.access.set_policy(config.maxmemory_policy);
         self.store.access.set_lfu_log_factor(config.lfu_log_factor);
@@ -119,18 +141,6 @@ impl Server {
             .access
             .set_lfu_decay_minutes(config.lfu_decay_time);
         crate::log::set_level(config.loglevel);
-    }
-
-    /// Makes room for a command that may grow memory. Until background
-    /// eviction exists, this evicts inside the command as Redis does; under
-    /// noeviction, or when nothing can be evicted, the command is refused.
-    pub fn make_room(&self, now_ms: u64) -> bool {
-        while self.store.over_maxmemory() {
-            if !self.store.evict_one(now_ms) {
-                return false;
-            }
-        }
-        true
     }
 
     /// Starts an orderly shutdown: listeners stop, connections finish what
@@ -245,6 +255,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         .collect();
     tokio::spawn(sample_throughput(server.clone()));
     tokio::spawn(expire_keys(server.clone()));
+    tokio::spawn(crate::eviction::evict_ahead(server.clone()));
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

@@ -46,13 +46,15 @@ pub struct Totals {
     pub commands: u64,
     /// Microseconds spent in active expiry passes.
     pub expire_cycle_usec: u64,
+    /// Microseconds spent evicting in the background.
+    pub eviction_usec: u64,
 }
 
 /// One thread's counters. Written only by its thread (relaxed atomics so
 /// INFO on another thread may read them), so there is no contention.
 struct Local {
     commands: Box<[[AtomicU64; 4]]>,
-    totals: [AtomicU64; 7],
+    totals: [AtomicU64; 8],
 }
 
 const CONNECTIONS: usize = 0;
@@ -62,6 +64,7 @@ const ERRORS: usize = 3;
 const NET_IN: usize = 4;
 const NET_OUT: usize = 5;
 const EXPIRE_CYCLE_USEC: usize = 6;
+const EVICTION_USEC: usize = 7;
 
 impl Local {
     fn new(commands: usize) -> Local {
@@ -170,6 +173,11 @@ impl Stats {
         self.local(|l| bump(&l.totals[EXPIRE_CYCLE_USEC], elapsed.as_micros() as u64));
     }
 
+    /// Records time spent in a background eviction slice.
+    pub fn count_eviction(&self, elapsed: Duration) {
+        self.local(|l| bump(&l.totals[EVICTION_USEC], elapsed.as_micros() as u64));
+    }
+
     /// Per-command counters summed over threads, by command id.
     pub fn commands(&self) -> Vec<CommandStats> {
         let mut out: Vec<CommandStats> = (0..self.commands)
@@ -199,6 +207,7 @@ impl Stats {
             t.net_input_bytes += v(NET_IN);
             t.net_output_bytes += v(NET_OUT);
             t.expire_cycle_usec += v(EXPIRE_CYCLE_USEC);
+            t.eviction_usec += v(EVICTION_USEC);
             t.commands += local
                 .commands
                 .iter()

@@ -1,15 +1,22 @@
-//! Per-key access tracking for OBJECT IDLETIME / OBJECT FREQ and, later, the
+//! Per-key access tracking for OBJECT IDLETIME / OBJECT FREQ and the
 //! eviction policies that read it.
 //!
-//! Each entry carries one 32-bit word that a reader updates with a relaxed
+//! Each entry carries one 64-bit word that a reader updates with a relaxed
 //! atomic store, so recording an access never needs the shard's write lock.
 //! Its meaning follows the maxmemory policy, as in Redis: under LRU-style
-//! policies it is the access time in seconds since the store started; under
-//! LFU policies it is Redis's logarithmic counter (low 8 bits) with the
-//! minute of its last decrement (next 16 bits). Switching policy at run
-//! time reinterprets the word; like Redis, values adjust over time.
+//! policies it is the time of the last access; under LFU policies it is
+//! Redis's logarithmic counter (low 8 bits) with the time of the last
+//! access, which is also its last decay (high 56 bits). Switching policy at
+//! run time reinterprets the word; like Redis, values adjust over time.
+//!
+//! Redis keeps LRU time in seconds and LFU time in minutes, in 24 bits.
+//! keel keeps microseconds since the store started, which never wrap: its
+//! eviction runs in the background, after the writes, so it compares keys
+//! written moments apart, and a coarse clock would make the newest key tie
+//! with older ones. The word costs no memory: the entry's layout pads it to
+//! eight bytes either way.
 
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// The maxmemory policies Redis names, with their config spelling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,20 +146,23 @@ impl AccessConfig {
 /// A point in time as access tracking sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
-    /// Seconds since the store started.
-    pub seconds: u32,
-    /// Minutes since the store started, modulo 2^16 (Redis's LFU clock).
-    pub minutes: u16,
+    /// Microseconds since the store started.
+    pub micros: u64,
 }
+
+/// Bits of the LFU word holding the time (the low 8 hold the counter).
+const LFU_TIME_MAX: u64 = (1 << 56) - 1;
+/// Microseconds per minute, the unit of `lfu-decay-time`.
+const MICROS_PER_MINUTE: u64 = 60_000_000;
 
 /// The per-entry access word.
 #[derive(Debug)]
-pub struct Access(AtomicU32);
+pub struct Access(AtomicU64);
 
 impl Access {
     /// The word for a key created now.
     pub fn new(config: &AccessConfig, clock: Clock) -> Access {
-        Access(AtomicU32::new(initial(config, clock)))
+        Access(AtomicU64::new(initial(config, clock)))
     }
 
     /// Records an access: recency under LRU policies, a probabilistic
@@ -160,10 +170,9 @@ impl Access {
     pub fn touch(&self, config: &AccessConfig, clock: Clock) {
         let word = if config.policy().is_lfu() {
             let counter = self.decayed_counter(config, clock);
-            let counter = lfu_increment(counter, config.lfu_log_factor());
-            ((clock.minutes as u32) << 8) | counter
+            lfu_word(clock, lfu_increment(counter, config.lfu_log_factor()))
         } else {
-            clock.seconds
+            clock.micros
         };
         self.0.store(word, Ordering::Relaxed);
     }
@@ -174,31 +183,53 @@ impl Access {
             .store(other.0.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
-    /// Seconds since the last access (meaningful under non-LFU policies).
-    pub fn idle_seconds(&self, clock: Clock) -> u32 {
-        clock.seconds.wrapping_sub(self.0.load(Ordering::Relaxed))
+    /// Microseconds since the last access (under non-LFU policies).
+    pub fn idle_micros(&self, clock: Clock) -> u64 {
+        clock.micros.saturating_sub(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Seconds since the last access (under non-LFU policies), as OBJECT
+    /// IDLETIME reports it.
+    pub fn idle_seconds(&self, clock: Clock) -> u64 {
+        self.idle_micros(clock) / 1_000_000
+    }
+
+    /// Microseconds since the last access under LFU policies.
+    fn lfu_idle(&self, clock: Clock) -> u64 {
+        let last = self.0.load(Ordering::Relaxed) >> 8;
+        (clock.micros & LFU_TIME_MAX).saturating_sub(last)
     }
 
     /// The LFU counter after applying the decay due since its last
-    /// decrement, as OBJECT FREQ reports it.
+    /// access, as OBJECT FREQ reports it.
     pub fn decayed_counter(&self, config: &AccessConfig, clock: Clock) -> u32 {
-        let word = self.0.load(Ordering::Relaxed);
-        let counter = word & 0xff;
-        let last_minute = ((word >> 8) & 0xffff) as u16;
-        let elapsed = clock.minutes.wrapping_sub(last_minute) as u32;
+        let counter = (self.0.load(Ordering::Relaxed) & 0xff) as u32;
+        let elapsed_minutes = self.lfu_idle(clock) / MICROS_PER_MINUTE;
         let periods = match config.lfu_decay_minutes() {
             0 => 0,
-            decay => elapsed / decay,
+            decay => elapsed_minutes / decay as u64,
         };
-        counter.saturating_sub(periods)
+        counter.saturating_sub(periods.min(u32::MAX as u64) as u32)
+    }
+
+    /// How good an eviction victim this key is under LFU (lower is
+    /// better): lowest decayed counter first, and among equal counters the
+    /// longest idle.
+    pub fn lfu_rank(&self, config: &AccessConfig, clock: Clock) -> u64 {
+        let counter = self.decayed_counter(config, clock) as u64;
+        (counter << 56) | (LFU_TIME_MAX - self.lfu_idle(clock).min(LFU_TIME_MAX))
     }
 }
 
-fn initial(config: &AccessConfig, clock: Clock) -> u32 {
+fn lfu_word(clock: Clock, counter: u32) -> u64 {
+    ((clock.micros & LFU_TIME_MAX) << 8) | counter as u64
+}
+
+fn initial(config: &AccessConfig, clock: Clock) -> u64 {
     if config.policy().is_lfu() {
-        ((clock.minutes as u32) << 8) | LFU_INIT
+        lfu_word(clock, LFU_INIT)
     } else {
-        clock.seconds
+        clock.micros
     }
 }
 
@@ -221,10 +252,9 @@ fn lfu_increment(counter: u32, log_factor: u32) -> u32 {
 mod tests {
     use super::*;
 
-    fn clock(seconds: u32) -> Clock {
+    fn clock(seconds: u64) -> Clock {
         Clock {
-            seconds,
-            minutes: (seconds / 60) as u16,
+            micros: seconds * 1_000_000,
         }
     }
 

@@ -37,15 +37,14 @@ pub struct Store {
     maxmemory: AtomicU64,
     evicted_keys: AtomicU64,
     lag: Mutex<LagWindow>,
-    started_ms: u64,
+    started: std::time::Instant,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
 }
 
 impl Store {
-    /// A store with `databases` empty databases; `now_ms` anchors the
-    /// access clock.
-    pub fn new(databases: usize, now_ms: u64) -> Store {
+    /// A store with `databases` empty databases.
+    pub fn new(databases: usize) -> Store {
         let hasher = RandomState::default();
         let dbs = (0..databases)
             .map(|_| {
@@ -61,7 +60,7 @@ impl Store {
             maxmemory: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
-            started_ms: now_ms,
+            started: std::time::Instant::now(),
             access: AccessConfig::default(),
         }
     }
@@ -108,8 +107,8 @@ impl Store {
         self.evicted_keys.load(Ordering::Relaxed)
     }
 
-    /// Evicts one key chosen by the maxmemory policy from a sample, as
-    /// Redis's `performEvictions` does (5 candidates).
+    /// Evicts one key chosen by the maxmemory policy from a sample of 5
+    /// candidates, as Redis's `performEvictions` does.
     /// Returns false when no key qualifies (noeviction, or a volatile
     /// policy with no TTL left).
     pub fn evict_one(&self, now_ms: u64) -> bool {
@@ -125,15 +124,15 @@ impl Store {
                 | crate::Policy::VolatileRandom
                 | crate::Policy::VolatileTtl
         );
-        let clock = self.clock(now_ms);
+        let clock = self.clock();
         // Lower score = better victim.
         let score = |e: &Entry| -> u64 {
             match policy {
                 crate::Policy::AllKeysLru | crate::Policy::VolatileLru => {
-                    u64::MAX - e.access.idle_seconds(clock) as u64
+                    u64::MAX - e.access.idle_micros(clock)
                 }
                 crate::Policy::AllKeysLfu | crate::Policy::VolatileLfu => {
-                    e.access.decayed_counter(&self.access, clock) as u64
+                    e.access.lfu_rank(&self.access, clock)
                 }
                 crate::Policy::VolatileTtl => e.expire_at_ms().unwrap_or(u64::MAX),
                 _ => 0,
@@ -142,8 +141,10 @@ impl Store {
         let mut rng = rand::thread_rng();
         let mut best: Option<(u64, usize, Vec<u8>)> = None;
         let mut sampled = 0;
-        // Shards in order from a random start, so sparse keyspaces still
-        // find their keys and busy ones stop after the first few shards.
+        // One candidate per shard, shards in order from a random start, so
+        // the candidates come from across the keyspace (as Redis's
+        // dictGetSomeKeys) and a key alone in its shard is one candidate
+        // among several, not five copies of itself.
         let total = self.dbs.len() * SHARDS_PER_DB;
         let start = rand::Rng::gen_range(&mut rng, 0..total);
         for n in (start..total).chain(0..start) {
@@ -152,23 +153,20 @@ impl Store {
             if shard.is_empty() || (volatile && shard.expires() == 0) {
                 continue;
             }
-            for _ in 0..SAMPLES * 2 {
-                let Some(e) = shard.random(now_ms, &mut rng) else {
-                    break;
-                };
-                if volatile && e.expire_at_ms().is_none() {
-                    continue;
-                }
-                sampled += 1;
-                let s = score(e);
-                if best.as_ref().is_none_or(|b| s < b.0) {
-                    best = Some((s, db_no, e.key().to_vec()));
-                }
-                if sampled % SAMPLES == 0 {
-                    break;
-                }
+            // A volatile policy needs a key with a TTL: a few tries in a
+            // shard that has some.
+            let candidate = (0..SAMPLES)
+                .filter_map(|_| shard.random(now_ms, &mut rng))
+                .find(|e| !volatile || e.expire_at_ms().is_some());
+            let Some(e) = candidate else {
+                continue;
+            };
+            let s = score(e);
+            if best.as_ref().is_none_or(|b| s < b.0) {
+                best = Some((s, db_no, e.key().to_vec()));
             }
-            if sampled >= SAMPLES {
+            sampled += 1;
+            if sampled == SAMPLES {
                 break;
             }
         }
@@ -243,12 +241,11 @@ impl Store {
         self.dbs.iter().flat_map(|db| db.iter())
     }
 
-    /// The access clock at `now_ms`.
-    pub fn clock(&self, now_ms: u64) -> Clock {
-        let elapsed = now_ms.saturating_sub(self.started_ms);
+    /// The access clock now: microseconds since the store started, from
+    /// the monotonic clock.
+    pub fn clock(&self) -> Clock {
         Clock {
-            seconds: (elapsed / 1000) as u32,
-            minutes: (elapsed / 60_000) as u16,
+            micros: self.started.elapsed().as_micros() as u64,
         }
     }
 }
@@ -518,9 +515,7 @@ impl ReadShard<'_> {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let entry = self.live(key)?;
         let store = self.db.store;
-        entry
-            .access
-            .touch(&store.access, store.clock(self.db.now_ms));
+        entry.access.touch(&store.access, store.clock());
         Some(entry)
     }
 
@@ -568,7 +563,7 @@ impl<'a> WriteShard<'a> {
 
     /// The live entry for `key`, for modification; records the access.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
-        let clock = self.store.clock(self.now_ms);
+        let clock = self.store.clock();
         let entry = self.guard.get_mut(key, self.now_ms)?;
         entry.entry().access.touch(&self.store.access, clock);
         Some(entry)
@@ -577,7 +572,7 @@ impl<'a> WriteShard<'a> {
     /// Sets `key` to `value` with an optional deadline, replacing what was
     /// there. Returns the previous live entry.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
-        let access = Access::new(&self.store.access, self.store.clock(self.now_ms));
+        let access = Access::new(&self.store.access, self.store.clock());
         let entry = Entry::new(key.into(), value, expire_at_ms, access);
         self.guard.insert(entry, self.now_ms)
     }
@@ -586,7 +581,7 @@ impl<'a> WriteShard<'a> {
     /// and access history but giving it a new key.
     pub fn insert_renamed(&mut self, key: &[u8], old: Entry) -> Option<Entry> {
         let expire = old.expire_at_ms();
-        let access = Access::new(&self.store.access, self.store.clock(self.now_ms));
+        let access = Access::new(&self.store.access, self.store.clock());
         access.copy_from(&old.access);
         let (_, value) = old.into_parts();
         self.guard
@@ -678,7 +673,7 @@ mod tests {
 
     #[test]
     fn dataset_bytes_follow_every_change() {
-        let store = Store::new(2, 0);
+        let store = Store::new(2);
         let db = store.db(0, 0);
         db.write(b"a").insert(b"a", s("hello"), None);
         let one = store.dataset_bytes();
@@ -697,7 +692,7 @@ mod tests {
 
     #[test]
     fn scan_returns_every_key_present_throughout() {
-        let store = Store::new(1, 0);
+        let store = Store::new(1);
         let db = store.db(0, 0);
         for i in 0..2000 {
             let k = format!("stable{i}");
@@ -732,7 +727,7 @@ mod tests {
 
     #[test]
     fn eviction_follows_the_policy() {
-        let store = Store::new(2, 0);
+        let store = Store::new(2);
         for i in 0..200 {
             let k = format!("k{i}");
             let ttl = (i % 2 == 0).then_some(1_000_000);
@@ -756,7 +751,7 @@ mod tests {
 
     #[test]
     fn read_many_sees_every_key_and_reclaims_expired_ones() {
-        let store = Store::new(1, 0);
+        let store = Store::new(1);
         let db = store.db(0, 0);
         let keys: Vec<String> = (0..300).map(|i| format!("k{i}")).collect();
         for (i, k) in keys.iter().enumerate() {
@@ -776,7 +771,7 @@ mod tests {
 
     #[test]
     fn readers_delete_expired_keys_they_meet() {
-        let store = Store::new(1, 0);
+        let store = Store::new(1);
         store.db(0, 0).write(b"k").insert(b"k", s("v"), Some(100));
         let later = store.db(0, 200);
         assert!(later.read(b"k").get(b"k").is_none());
@@ -795,7 +790,7 @@ mod tests {
 
     #[test]
     fn active_expiry_reclaims_keys_nobody_reads() {
-        let store = Store::new(2, 0);
+        let store = Store::new(2);
         for i in 0..1000u64 {
             let k = format!("k{i}");
             store.db((i % 2) as usize, 0).write(k.as_bytes()).insert(
@@ -825,7 +820,7 @@ mod tests {
 
     #[test]
     fn stats_count_ttls_and_average() {
-        let store = Store::new(1, 0);
+        let store = Store::new(1);
         let db = store.db(0, 1_000);
         db.write(b"a").insert(b"a", s("1"), Some(11_000));
         db.write(b"b").insert(b"b", s("1"), Some(21_000));
@@ -842,7 +837,7 @@ mod tests {
 
     #[test]
     fn write_many_locks_each_shard_once() {
-        let store = Store::new(1, 0);
+        let store = Store::new(1);
         let db = store.db(0, 0);
         let keys: Vec<String> = (0..500).map(|i| format!("k{i}")).collect();
         let mut locked = db.write_many(&keys);

@@ -462,10 +462,7 @@ mod tests {
     use crate::value::{Str, Value};
 
     fn entry(key: &str, value: &str, ttl: Option<u64>) -> Entry {
-        let clock = Clock {
-            seconds: 0,
-            minutes: 0,
-        };
+        let clock = Clock { micros: 0 };
         Entry::new(
             key.as_bytes().into(),
             Value::Str(Str::from_bytes(value.as_bytes())),

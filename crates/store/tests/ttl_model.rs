@@ -42,7 +42,7 @@ impl Model {
 
 fn run(seed: u64, steps: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let store = Store::new(DATABASES, 0);
+    let store = Store::new(DATABASES);
     let mut model = Model {
         dbs: vec![HashMap::new(); DATABASES],
     };

@@ -128,7 +128,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("uptime_in_days", (uptime / 86_400).to_string());
             put("hz", "10".into());
             put("configured_hz", "10".into());
-            put("lru_clock", server.store.clock(now_ms).seconds.to_string());
+            put(
+                "lru_clock",
+                (server.store.clock().micros / 1_000_000).to_string(),
+            );
             put(
                 "executable",
                 std::env::current_exe()
@@ -239,6 +242,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             );
             put("evicted_keys", server.store.evicted_keys().to_string());
             put("evicted_clients", "0".into());
+            put("eviction_cpu_usec", t.eviction_usec.to_string());
             put("keyspace_hits", t.keyspace_hits.to_string());
             put("keyspace_misses", t.keyspace_misses.to_string());
             put("pubsub_channels", "0".into());

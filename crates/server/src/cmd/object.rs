@@ -52,9 +52,7 @@ const FREQ: Spec = Spec {
                             time to adjust."
                     .into());
             }
-            let counter = e
-                .access
-                .decayed_counter(&store.access, store.clock(ctx.now_ms));
+            let counter = e.access.decayed_counter(&store.access, store.clock());
             ctx.w().integer(counter as i64);
             Ok(())
         })
@@ -73,7 +71,7 @@ const IDLETIME: Spec = Spec {
                             switching between policies at runtime LRU and LFU data will take some time to adjust."
                     .into());
             }
-            let idle = e.access.idle_seconds(store.clock(ctx.now_ms));
+            let idle = e.access.idle_seconds(store.clock());
             ctx.w().integer(idle as i64);
             Ok(())
         })

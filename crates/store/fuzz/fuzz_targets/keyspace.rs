@@ -27,7 +27,7 @@ fn key(k: u8) -> Vec<u8> {
 }
 
 fuzz_target!(|ops: Vec<Op>| {
-    let store = Store::new(1, 0);
+    let store = Store::new(1);
     let mut model: HashMap<Vec<u8>, (usize, Option<u64>)> = HashMap::new();
     let mut now = 1u64;
     for op in ops {

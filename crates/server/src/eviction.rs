@@ -1,0 +1,150 @@
+//! Eviction ahead of need, off the request path.
+//!
+//! Redis evicts inside the write that finds memory over the limit: the
+//! request pays for it, on the one thread that also serves everybody else.
+//! When writes arrive near capacity, those evictions push the thread into
+//! saturation, requests queue up, and (in Redis) the queued requests'
+//! buffers count against the same limit, forcing more evictions — the
+//! eviction storm.
+//!
+//! keel keeps the dataset between two watermarks below `maxmemory` from a
+//! background task instead: when it rises past the high watermark
+//! (`maxmemory-high-watermark`, 99% by default) the task evicts until it is
+//! below the low one (`maxmemory-low-watermark`, 97%), in slices of about a
+//! millisecond, resting between slices so it takes at most
+//! `maxmemory-eviction-cpu-percent` of a core (25% by default). It runs on
+//! the main thread, beside the acceptor and active expiry, never on a
+//! worker. Writes below the hard limit never evict. Only when writes
+//! outrun the task and reach `maxmemory` does a write evict, and then at
+//! most [`INLINE_EVICTION_MAX_KEYS`] keys; meanwhile the task drops its CPU
+//! cap until the dataset is back under the limit, so memory stays bounded.
+//! Under `noeviction` a write over the limit fails with Redis's OOM error.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::server::{unix_ms, Server};
+
+/// Keys a write may evict itself when background eviction has fallen
+/// behind: enough to make room for a typical write, few enough that the
+/// request's latency barely moves.
+pub const INLINE_EVICTION_MAX_KEYS: usize = 16;
+
+/// Work done per slice before the task checks the time and rests.
+const SLICE: Duration = Duration::from_millis(1);
+/// Evictions between clock reads inside a slice.
+const EVICTIONS_PER_CLOCK_READ: usize = 32;
+/// How often the task looks at memory when nobody wakes it.
+const CHECK_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The dataset byte levels eviction works between.
+#[derive(Debug, Clone, Copy)]
+pub struct Watermarks {
+    /// `maxmemory`: the hard limit.
+    pub limit: u64,
+    /// Above this, background eviction starts.
+    pub high: u64,
+    /// Background eviction stops below this.
+    pub low: u64,
+}
+
+impl Server {
+    /// The watermarks for the current `maxmemory`, or `None` without a
+    /// limit.
+    pub fn watermarks(&self) -> Option<Watermarks> {
+        let limit = self.store.maxmemory();
+        if limit == 0 {
+            return None;
+        }
+        let percent = |p: &std::sync::atomic::AtomicU64| limit / 100 * p.load(Ordering::Relaxed);
+        Some(Watermarks {
+            limit,
+            high: percent(&self.hot.eviction_high_percent),
+            low: percent(&self.hot.eviction_low_percent),
+        })
+    }
+
+    /// Called before a command that may grow memory. Wakes background
+    /// eviction past the high watermark; past the hard limit, evicts a few
+    /// keys inline. Returns false when the command must be refused with OOM
+    /// (noeviction, or nothing left that the policy may evict).
+    pub fn make_room(&self, now_ms: u64) -> bool {
+        let Some(marks) = self.watermarks() else {
+            return true;
+        };
+        let used = self.store.dataset_bytes() as u64;
+        if used > marks.high {
+            self.eviction_wake.notify_one();
+        }
+        if used <= marks.limit {
+            return true;
+        }
+        for _ in 0..INLINE_EVICTION_MAX_KEYS {
+            if !self.store.evict_one(now_ms) {
+                return !self.store.over_maxmemory();
+            }
+            if !self.store.over_maxmemory() {
+                break;
+            }
+        }
+        true
+    }
+}
+
+/// The background eviction task; runs for the life of the server.
+pub async fn evict_ahead(server: Arc<Server>) {
+    loop {
+        tokio::select! {
+            _ = server.eviction_wake.notified() => {}
+            _ = tokio::time::sleep(CHECK_INTERVAL) => {}
+        }
+        let Some(marks) = server.watermarks() else {
+            continue;
+        };
+        if (server.store.dataset_bytes() as u64) <= marks.high {
+            continue;
+        }
+        evict_to_low_watermark(&server).await;
+    }
+}
+
+/// Evicts in slices until the dataset is under the low watermark or
+/// nothing more may be evicted, resting between slices to stay within the
+/// CPU share — except while over the hard limit, when memory comes first.
+async fn evict_to_low_watermark(server: &Server) {
+    loop {
+        let Some(marks) = server.watermarks() else {
+            return;
+        };
+        let started = Instant::now();
+        let mut evictable = true;
+        'slice: while started.elapsed() < SLICE {
+            for _ in 0..EVICTIONS_PER_CLOCK_READ {
+                if (server.store.dataset_bytes() as u64) <= marks.low {
+                    break 'slice;
+                }
+                if !server.store.evict_one(unix_ms()) {
+                    evictable = false;
+                    break 'slice;
+                }
+            }
+        }
+        let worked = started.elapsed();
+        server.stats.count_eviction(worked);
+        let used = server.store.dataset_bytes() as u64;
+        if used <= marks.low || !evictable {
+            return;
+        }
+        if used > marks.limit {
+            tokio::task::yield_now().await;
+        } else {
+            let share = server
+                .hot
+                .eviction_cpu_percent
+                .load(Ordering::Relaxed)
+                .clamp(1, 100);
+            tokio::time::sleep(worked * (100 - share) as u32 / share as u32).await;
+        }
+    }
+}
