@@ -425,6 +425,11 @@ def info_dict(text) -> dict:
     return out
 
 
+
+def info(conn, *sections) -> dict:
+    """INFO's fields for `sections`, read over a raw connection."""
+    return info_dict(conn.call("INFO", *sections))
+
 def info_fields(value: str) -> dict:
     """Parse `keys=1,expires=0,avg_ttl=0` into a dict."""
     return dict(kv.split("=", 1) for kv in value.split(","))

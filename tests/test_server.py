@@ -7,13 +7,9 @@ import time
 
 import pytest
 
-from support import OK, PONG, Err, Status, config_dict, info_dict, info_fields
+from support import OK, PONG, Err, Status, config_dict, info, info_dict, info_fields
 
 ARITY = "ERR wrong number of arguments for '{}' command"
-
-
-def info(conn, *sections) -> dict:
-    return info_dict(conn.call("INFO", *sections))
 
 
 # -- COMMAND -----------------------------------------------------------------

@@ -233,15 +233,4 @@ impl Clients {
         };
         let _ = tokio::time::timeout(limit, wait).await;
     }
-
-    /// Bytes held in all clients' buffers (INFO's mem_clients_normal).
-    pub fn buffer_bytes(&self) -> usize {
-        self.by_id
-            .lock()
-            .values()
-            .map(|c| {
-                c.query_buffer.load(Ordering::Relaxed) + c.output_buffer.load(Ordering::Relaxed)
-            })
-            .sum()
-    }
 }

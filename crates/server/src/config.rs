@@ -41,6 +41,13 @@ pub struct Config {
     pub logfile: String,
     /// Largest single argument a client may send.
     pub proto_max_bulk_len: u64,
+    /// Budget for all connections' buffers.
+    pub maxmemory_clients: ClientMemory,
+    /// A connection whose unprocessed input exceeds this is closed.
+    pub client_query_buffer_limit: u64,
+    /// Reply limits of normal clients: hard bytes, soft bytes, seconds over
+    /// soft (Redis's `client-output-buffer-limit normal`); 0 disables.
+    pub client_output_buffer_limit: OutputLimit,
     /// Milliseconds between active expiry passes: the bound on how long a
     /// key outlives its deadline.
     pub expire_tick_ms: u64,
@@ -53,6 +60,37 @@ pub struct Config {
     pub eviction_cpu_percent: u64,
     /// The file the configuration was read from, if any.
     pub config_file: Option<String>,
+}
+
+/// `maxmemory-clients`: a size, or a share of `maxmemory` as Redis 7
+/// allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientMemory {
+    /// A number of bytes; 0 means unlimited.
+    Bytes(u64),
+    /// A percentage of `maxmemory` (unlimited when maxmemory is 0).
+    PercentOfMaxmemory(u64),
+}
+
+impl ClientMemory {
+    /// The budget in bytes for `maxmemory`; 0 means unlimited.
+    pub fn bytes(self, maxmemory: u64) -> u64 {
+        match self {
+            ClientMemory::Bytes(n) => n,
+            ClientMemory::PercentOfMaxmemory(p) => maxmemory / 100 * p,
+        }
+    }
+}
+
+/// Output buffer limits of one client class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// Close at once above this many pending reply bytes; 0 disables.
+    pub hard: u64,
+    /// Close when above this many bytes for `soft_seconds`; 0 disables.
+    pub soft: u64,
+    /// How long a client may stay above the soft limit.
+    pub soft_seconds: u64,
 }
 
 /// Built-in maxmemory: a finite budget that suits a cache on a laptop, so an
@@ -77,6 +115,9 @@ impl Default for Config {
             logfile: String::new(),
             proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
             expire_tick_ms: 100,
+            maxmemory_clients: ClientMemory::PercentOfMaxmemory(10),
+            client_query_buffer_limit: 1 << 30,
+            client_output_buffer_limit: OutputLimit::default(),
             eviction_high_percent: 99,
             eviction_low_percent: 97,
             eviction_cpu_percent: 25,
@@ -276,6 +317,74 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.eviction_cpu_percent.to_string(),
         set: |c, v| {
             c.eviction_cpu_percent = int_in(one(v)?, 1, 100)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxmemory-clients",
+        mutable: true,
+        get: |c| match c.maxmemory_clients {
+            ClientMemory::Bytes(n) => n.to_string(),
+            ClientMemory::PercentOfMaxmemory(p) => format!("{p}%"),
+        },
+        set: |c, v| {
+            let text = one(v)?;
+            c.maxmemory_clients = match text.strip_suffix('%') {
+                Some(p) => ClientMemory::PercentOfMaxmemory(int_in(p, 1, 100)? as u64),
+                None => ClientMemory::Bytes(memory(text)?),
+            };
+            Ok(())
+        },
+    },
+    Directive {
+        name: "client-query-buffer-limit",
+        mutable: true,
+        get: |c| c.client_query_buffer_limit.to_string(),
+        set: |c, v| {
+            let n = memory(one(v)?)?;
+            if n < 1024 * 1024 {
+                return Err(
+                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                );
+            }
+            c.client_query_buffer_limit = n;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "client-output-buffer-limit",
+        mutable: true,
+        // keel has only normal clients; the replica and pubsub classes are
+        // accepted (so Redis configuration files load) and shown with
+        // Redis's defaults.
+        get: |c| {
+            let l = c.client_output_buffer_limit;
+            format!(
+                "normal {} {} {} slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+                l.hard, l.soft, l.soft_seconds
+            )
+        },
+        set: |c, v| {
+            let words: Vec<&str> = v.iter().flat_map(|w| w.split_whitespace()).collect();
+            if words.is_empty() || !words.len().is_multiple_of(4) {
+                return Err("wrong number of arguments".into());
+            }
+            for class in words.chunks(4) {
+                let limit = OutputLimit {
+                    hard: memory(class[1])?,
+                    soft: memory(class[2])?,
+                    soft_seconds: int_in(class[3], 0, i32::MAX as i64)? as u64,
+                };
+                match class[0].to_ascii_lowercase().as_str() {
+                    "normal" => c.client_output_buffer_limit = limit,
+                    "replica" | "slave" | "pubsub" => {}
+                    other => {
+                        return Err(format!(
+                            "Invalid client class specified in buffer limit configuration: {other}"
+                        ))
+                    }
+                }
+            }
             Ok(())
         },
     },

@@ -6,6 +6,9 @@
 //! command. A protocol error gets Redis's reply and closes this connection
 //! only; nothing else is affected. A killed connection (CLIENT KILL, server
 //! shutdown) answers the requests it had already read, then closes.
+//!
+//! Buffers are charged to the client budget (`client_budget.rs`): a read
+//! that would grow them past it waits, which is keel's backpressure.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -18,8 +21,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::client::{AfterReply, Client};
+use crate::client_budget::CONNECTION_OVERHEAD_BYTES;
 use crate::server::{unix_ms, Server};
-use crate::{cmd, verbose};
+use crate::{cmd, verbose, warning};
 
 /// Read space a connection starts with and tops up to: enough for typical
 /// requests, small enough for tens of thousands of idle connections.
@@ -56,6 +60,8 @@ pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
         read_buf: BytesMut::with_capacity(READ_CHUNK),
         write_buf: BytesMut::new(),
         decoder: RequestDecoder::new(),
+        charged: 0,
+        over_soft_limit_since: None,
     }
     .run()
     .await;
@@ -72,6 +78,18 @@ struct Connection<'a> {
     read_buf: BytesMut,
     write_buf: BytesMut,
     decoder: RequestDecoder,
+    /// Bytes this connection has charged to the client budget.
+    charged: usize,
+    /// When the reply backlog went over the soft output limit.
+    over_soft_limit_since: Option<std::time::Instant>,
+}
+
+impl Drop for Connection<'_> {
+    fn drop(&mut self) {
+        let budget = &self.server.client_budget;
+        budget.recharge(self.charged, 0);
+        budget.release_token(self.client.handle.id);
+    }
 }
 
 /// How a batch of requests ended.
@@ -98,12 +116,24 @@ impl Connection<'_> {
             if self.read_buf.is_empty() && self.read_buf.capacity() > KEEP_CAPACITY {
                 self.read_buf = BytesMut::with_capacity(READ_CHUNK);
             }
+            let budget = &self.server.client_budget;
+            let partial = self.decoder.is_mid_request() || !self.read_buf.is_empty();
+            if !partial {
+                budget.release_token(handle.id);
+            }
             // Room for what a big argument still needs, or at least a chunk;
             // a buffer that keeps filling up doubles, as a pipeline needs.
             let spare = self.read_buf.capacity() - self.read_buf.len();
             let wanted = self.decoder.bytes_wanted().max(READ_CHUNK / 4);
             if spare < wanted {
-                self.read_buf.reserve(wanted.max(self.read_buf.len()));
+                let growth = wanted.max(self.read_buf.len());
+                tokio::select! {
+                    biased;
+                    _ = &mut killed => return Ok(()),
+                    _ = budget.admit(handle.id, growth, partial) => {}
+                }
+                self.read_buf.reserve(growth);
+                self.recharge();
             }
             let timeout = self.server.hot.timeout_secs.load(Ordering::Relaxed);
             let (socket, read_buf) = (&mut self.socket, &mut self.read_buf);
@@ -134,7 +164,57 @@ impl Connection<'_> {
             handle
                 .query_buffer
                 .store(self.read_buf.len(), Ordering::Relaxed);
+            let limit = self.server.hot.query_buffer_limit.load(Ordering::Relaxed);
+            if self.read_buf.len() as u64 > limit {
+                warning!(
+                    "Closing client that reached max query buffer length: id={} addr={} (qbuf={})",
+                    handle.id,
+                    handle.addr,
+                    self.read_buf.len()
+                );
+                return Ok(());
+            }
         }
+    }
+
+    /// Brings this connection's charge to the client budget up to date
+    /// with its buffers.
+    fn recharge(&mut self) {
+        let now = self.read_buf.capacity() + self.write_buf.capacity() + CONNECTION_OVERHEAD_BYTES;
+        self.server.client_budget.recharge(self.charged, now);
+        self.charged = now;
+    }
+
+    /// Redis's `client-output-buffer-limit` for normal clients: the reply
+    /// backlog may not pass the hard limit, nor stay over the soft limit
+    /// for longer than allowed.
+    fn check_output_limits(&mut self) -> std::io::Result<()> {
+        let hot = &self.server.hot;
+        let pending = self.write_buf.len() as u64;
+        let hard = hot.output_hard_limit.load(Ordering::Relaxed);
+        let soft = hot.output_soft_limit.load(Ordering::Relaxed);
+        let over_hard = hard > 0 && pending > hard;
+        let over_soft = soft > 0 && pending > soft;
+        let since = match over_soft {
+            true => *self
+                .over_soft_limit_since
+                .get_or_insert_with(std::time::Instant::now),
+            false => {
+                self.over_soft_limit_since = None;
+                std::time::Instant::now()
+            }
+        };
+        let soft_seconds = hot.output_soft_seconds.load(Ordering::Relaxed);
+        if over_hard || (over_soft && since.elapsed().as_secs() >= soft_seconds) {
+            let handle = &self.client.handle;
+            warning!(
+                "Client id={} addr={} closed for overcoming of output buffer limits.",
+                handle.id,
+                handle.addr
+            );
+            return Err(std::io::Error::other("output buffer limit reached"));
+        }
+        Ok(())
     }
 
     /// Executes every complete request in the read buffer.
@@ -175,6 +255,8 @@ impl Connection<'_> {
         if self.write_buf.is_empty() {
             return Ok(());
         }
+        self.check_output_limits()?;
+        self.recharge();
         let handle = &self.client.handle;
         handle
             .output_buffer
@@ -190,6 +272,7 @@ impl Connection<'_> {
         handle
             .query_buffer
             .store(self.read_buf.len(), Ordering::Relaxed);
+        self.recharge();
         Ok(())
     }
 }

@@ -4,6 +4,7 @@
 //! model, `command/` for the commands).
 
 mod client;
+mod client_budget;
 mod cmd;
 mod config;
 mod connection;

@@ -64,6 +64,8 @@ pub struct Server {
     /// Wakes background eviction when a write finds memory past the high
     /// watermark.
     pub eviction_wake: tokio::sync::Notify,
+    /// The budget of all connections' buffers (`maxmemory-clients`).
+    pub client_budget: crate::client_budget::ClientBudget,
     shutdown: watch::Sender<bool>,
 }
 
@@ -83,6 +85,14 @@ pub struct HotConfig {
     pub eviction_low_percent: AtomicU64,
     /// `maxmemory-eviction-cpu-percent`, percent of one core.
     pub eviction_cpu_percent: AtomicU64,
+    /// `client-query-buffer-limit` in bytes.
+    pub query_buffer_limit: AtomicU64,
+    /// `client-output-buffer-limit normal` hard limit in bytes; 0 is none.
+    pub output_hard_limit: AtomicU64,
+    /// `client-output-buffer-limit normal` soft limit in bytes; 0 is none.
+    pub output_soft_limit: AtomicU64,
+    /// Seconds a reply backlog may stay over the soft limit.
+    pub output_soft_seconds: AtomicU64,
 }
 
 impl Server {
@@ -104,6 +114,7 @@ impl Server {
             port,
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
+            client_budget: Default::default(),
             shutdown: watch::channel(false).0,
         };
         server.apply_config();
@@ -114,26 +125,30 @@ impl Server {
     /// the logger) after the configuration changed.
     pub fn apply_config(&self) {
         let config = self.config.read();
-        self.hot
-            .proto_max_bulk_len
-            .store(config.proto_max_bulk_len, Ordering::Relaxed);
-        self.hot
-            .timeout_secs
-            .store(config.timeout, Ordering::Relaxed);
-        self.hot
-            .expire_tick_ms
-            .store(config.expire_tick_ms, Ordering::Relaxed);
-        let percents = [
+        let limits = config.client_output_buffer_limit;
+        let settings = [
+            (&self.hot.proto_max_bulk_len, config.proto_max_bulk_len),
+            (&self.hot.timeout_secs, config.timeout),
+            (&self.hot.expire_tick_ms, config.expire_tick_ms),
             (
                 &self.hot.eviction_high_percent,
                 config.eviction_high_percent,
             ),
             (&self.hot.eviction_low_percent, config.eviction_low_percent),
             (&self.hot.eviction_cpu_percent, config.eviction_cpu_percent),
+            (
+                &self.hot.query_buffer_limit,
+                config.client_query_buffer_limit,
+            ),
+            (&self.hot.output_hard_limit, limits.hard),
+            (&self.hot.output_soft_limit, limits.soft),
+            (&self.hot.output_soft_seconds, limits.soft_seconds),
         ];
-        for (hot, value) in percents {
+        for (hot, value) in settings {
             hot.store(value, Ordering::Relaxed);
         }
+        let clients = config.maxmemory_clients.bytes(config.maxmemory);
+        self.client_budget.set_limit(clients as usize);
         self.store.set_maxmemory(config.maxmemory);
         self.store.access.set_policy(config.maxmemory_policy);
         self.store.access.set_lfu_log_factor(config.lfu_log_factor);

@@ -156,7 +156,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
         "memory" => {
             let m = crate::memory::sample();
             let dataset = server.store.dataset_bytes() as u64;
-            let clients = server.clients.buffer_bytes() as u64;
+            let clients = server.client_budget.used() as u64;
             let maxmemory = config.maxmemory;
             put("used_memory", m.allocated.to_string());
             put("used_memory_human", human(m.allocated));
@@ -196,6 +196,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             );
             put("mem_clients_slaves", "0".into());
             put("mem_clients_normal", clients.to_string());
+            put(
+                "maxmemory_clients",
+                server.client_budget.limit().to_string(),
+            );
             put("mem_allocator", "jemalloc-5.3.0".into());
             put("lazyfree_pending_objects", "0".into());
         }
@@ -243,6 +247,14 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("evicted_keys", server.store.evicted_keys().to_string());
             put("evicted_clients", "0".into());
             put("eviction_cpu_usec", t.eviction_usec.to_string());
+            put(
+                "backpressure_paused_clients",
+                server.client_budget.paused().to_string(),
+            );
+            put(
+                "backpressure_events",
+                server.client_budget.pause_events().to_string(),
+            );
             put("keyspace_hits", t.keyspace_hits.to_string());
             put("keyspace_misses", t.keyspace_misses.to_string());
             put("pubsub_channels", "0".into());

@@ -1,0 +1,201 @@
+//! The client memory budget and backpressure.
+//!
+//! In Redis, client buffers count against `maxmemory`, the same budget as
+//! keys: a backlog of requests from a saturated server forces keys out,
+//! which is how an eviction burst turns into a storm. keel gives client
+//! buffers a budget of their own, `maxmemory-clients`, and never evicts a
+//! key for them.
+//!
+//! Every connection charges its buffers (query and reply buffers, plus a
+//! fixed cost for its other state) to the budget. A connection that needs
+//! more buffer space to read while the budget is full does not read: it
+//! pauses, and what its client keeps sending waits in the client's socket
+//! and kernel (TCP flow control), not in keel's memory. Nothing is dropped
+//! and replies stay in order, because a paused connection simply reads
+//! later. Paused connections resume when buffer memory is released (replies
+//! written, requests executed).
+//!
+//! Pausing everyone could stall the server if every connection were halfway
+//! through a request: none could finish, so none would release memory. One
+//! connection at a time therefore holds a progress token that lets it read
+//! past the budget until its current request is complete. The budget can
+//! thus be exceeded by at most one request in progress (bounded by
+//! `proto-max-bulk-len` per argument) plus one read chunk per connection.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// Bytes charged for a connection beyond its buffers: its task, socket,
+/// decoder and client records.
+pub const CONNECTION_OVERHEAD_BYTES: usize = 1024;
+
+/// The shared budget of all connections' buffers.
+#[derive(Default)]
+pub struct ClientBudget {
+    used: AtomicUsize,
+    limit: AtomicUsize,
+    paused: AtomicUsize,
+    pause_events: AtomicU64,
+    progress_token: Mutex<Option<u64>>,
+    released: Notify,
+}
+
+impl ClientBudget {
+    /// Sets the budget in bytes; 0 means unlimited.
+    pub fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
+        self.released.notify_waiters();
+    }
+
+    /// The budget in bytes; 0 means unlimited.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Bytes charged by all connections now (INFO's mem_clients_normal).
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Connections waiting for the budget now.
+    pub fn paused(&self) -> usize {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Times a connection has paused since start.
+    pub fn pause_events(&self) -> u64 {
+        self.pause_events.load(Ordering::Relaxed)
+    }
+
+    /// Changes a connection's charge from `before` to `after` bytes, waking
+    /// paused connections when memory is released.
+    pub fn recharge(&self, before: usize, after: usize) {
+        if after > before {
+            self.used.fetch_add(after - before, Ordering::Relaxed);
+        } else if before > after {
+            self.used.fetch_sub(before - after, Ordering::Relaxed);
+            if self.paused() > 0 {
+                self.released.notify_waiters();
+            }
+        }
+    }
+
+    /// Waits until connection `client` may grow its buffers by `wanted`
+    /// bytes. `mid_request` says it holds part of a request it cannot
+    /// execute yet; such a connection may take the progress token instead
+    /// of waiting. Returns whether the connection had to pause.
+    pub async fn admit(&self, client: u64, wanted: usize, mid_request: bool) -> bool {
+        let mut paused = false;
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            // Registered before the check, so a release between the check
+            // and the wait is not missed.
+            released.as_mut().enable();
+            if self.fits(wanted) || (mid_request && self.take_token(client)) {
+                break;
+            }
+            if !paused {
+                paused = true;
+                self.pause_events.fetch_add(1, Ordering::Relaxed);
+                self.paused.fetch_add(1, Ordering::Relaxed);
+            }
+            released.await;
+        }
+        if paused {
+            self.paused.fetch_sub(1, Ordering::Relaxed);
+        }
+        paused
+    }
+
+    fn fits(&self, wanted: usize) -> bool {
+        let limit = self.limit();
+        limit == 0 || self.used().saturating_add(wanted) <= limit
+    }
+
+    fn take_token(&self, client: u64) -> bool {
+        let mut token = self.progress_token.lock();
+        match *token {
+            None => {
+                *token = Some(client);
+                true
+            }
+            Some(holder) => holder == client,
+        }
+    }
+
+    /// Gives the progress token back if `client` holds it: called when its
+    /// request is complete or it disconnects.
+    pub fn release_token(&self, client: u64) {
+        let mut token = self.progress_token.lock();
+        if *token == Some(client) {
+            *token = None;
+            drop(token);
+            self.released.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn under_budget_never_waits() {
+        let budget = ClientBudget::default();
+        budget.set_limit(10_000);
+        budget.recharge(0, 5_000);
+        assert!(!budget.admit(1, 4_000, false).await);
+        assert_eq!(budget.pause_events(), 0);
+    }
+
+    #[tokio::test]
+    async fn over_budget_pauses_until_memory_is_released() {
+        let budget = Arc::new(ClientBudget::default());
+        budget.set_limit(10_000);
+        budget.recharge(0, 9_000);
+        let waiter = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.admit(1, 4_000, false).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(budget.paused(), 1, "the connection waits");
+        budget.recharge(9_000, 2_000);
+        assert!(waiter.await.unwrap(), "it paused, then resumed");
+        assert_eq!((budget.paused(), budget.pause_events()), (0, 1));
+    }
+
+    #[tokio::test]
+    async fn one_connection_mid_request_may_finish_it() {
+        let budget = ClientBudget::default();
+        budget.set_limit(1_000);
+        budget.recharge(0, 5_000);
+        assert!(
+            !budget.admit(7, 4_000, true).await,
+            "the first takes the token"
+        );
+        assert!(
+            !budget.admit(7, 4_000, true).await,
+            "and keeps it until done"
+        );
+        let other = budget.admit(8, 4_000, true);
+        let blocked = tokio::time::timeout(Duration::from_millis(20), other).await;
+        assert!(blocked.is_err(), "a second connection mid-request waits");
+        budget.release_token(7);
+        assert!(
+            !budget.admit(8, 4_000, true).await,
+            "it gets the token once released"
+        );
+    }
+
+    #[tokio::test]
+    async fn unlimited_budget_admits_everything() {
+        let budget = ClientBudget::default();
+        budget.recharge(0, usize::MAX / 2);
+        assert!(!budget.admit(1, usize::MAX / 4, false).await);
+    }
+}
