@@ -81,7 +81,7 @@ impl Server {
             return true;
         }
         for _ in 0..INLINE_EVICTION_MAX_KEYS {
-            if !self.store.evict_one(now_ms) {
+            if !self.store.evict_one(now_ms, crate::lazyfree::free) {
                 return !self.store.over_maxmemory();
             }
             if !self.store.over_maxmemory() {
@@ -124,7 +124,7 @@ async fn evict_to_low_watermark(server: &Server) {
                 if (server.store.dataset_bytes() as u64) <= marks.low {
                     break 'slice;
                 }
-                if !server.store.evict_one(unix_ms()) {
+                if !server.store.evict_one(unix_ms(), crate::lazyfree::free) {
                     evictable = false;
                     break 'slice;
                 }

@@ -79,12 +79,21 @@ const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
 /// nodes that are about two-thirds full on average.
 const DEADLINE_BYTES: usize = 24;
 
+/// The hash of the key in `slot`, for the index to rehash by.
+fn slot_hash(chunks: &[Box<[Option<Entry>]>], hasher: &RandomState, slot: u32) -> u64 {
+    let (k, i) = locate(slot as usize);
+    let entry = chunks[k][i].as_ref().expect("indexed slot is occupied");
+    hasher.hash_one(entry.key())
+}
+
 /// One shard: its entries, their index and their accounting.
 #[derive(Debug)]
 pub struct Shard {
     hasher: RandomState,
     index: HashTable<u32>,
     chunks: Vec<Box<[Option<Entry>]>>,
+    /// Live entries per chunk, so empty trailing chunks can be released.
+    live_per_chunk: Vec<u32>,
     free: Vec<u32>,
     heap_bytes: usize,
     expires: usize,
@@ -99,6 +108,7 @@ impl Shard {
             hasher,
             index: HashTable::new(),
             chunks: Vec::new(),
+            live_per_chunk: Vec::new(),
             free: Vec::new(),
             heap_bytes: 0,
             expires: 0,
@@ -269,17 +279,14 @@ impl Shard {
         let hash = self.hash(entry.key());
         let (k, i) = locate(slot as usize);
         self.chunks[k][i] = Some(entry);
+        self.live_per_chunk[k] += 1;
         let Shard {
             index,
             chunks,
             hasher,
             ..
         } = self;
-        index.insert_unique(hash, slot, |&other| {
-            let (k, i) = locate(other as usize);
-            let entry = chunks[k][i].as_ref();
-            hasher.hash_one(entry.expect("indexed slot is occupied").key())
-        });
+        index.insert_unique(hash, slot, |&other| slot_hash(chunks, hasher, other));
         self.track_expire(slot, None, deadline);
         None
     }
@@ -305,6 +312,7 @@ impl Shard {
             "shard slot space exhausted"
         );
         self.chunks.push((0..len).map(|_| None).collect());
+        self.live_per_chunk.push(0);
         // Room for every slot there is, so freeing slots later never
         // reallocates the free list.
         self.free.reserve(first + len - self.free.len());
@@ -325,9 +333,43 @@ impl Shard {
             .remove();
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
+        self.live_per_chunk[k] -= 1;
         self.free.push(slot);
         self.forget(slot, &entry);
+        self.release_unused();
         entry
+    }
+
+    /// Gives memory back as the shard empties, as Redis shrinks its dicts:
+    /// everything when the last key goes, trailing chunks that hold no key,
+    /// and index buckets when the index is three-quarters empty. Live keys
+    /// never move, so SCAN's guarantee holds.
+    fn release_unused(&mut self) {
+        if self.index.is_empty() {
+            self.index = HashTable::new();
+            self.chunks = Vec::new();
+            self.live_per_chunk = Vec::new();
+            self.free = Vec::new();
+            return;
+        }
+        if self.live_per_chunk.last() == Some(&0) {
+            while self.live_per_chunk.last() == Some(&0) {
+                self.chunks.pop();
+                self.live_per_chunk.pop();
+            }
+            let end = self.slot_count();
+            self.free.retain(|&s| (s as usize) < end);
+            self.free.shrink_to(end);
+        }
+        if self.index.len() < self.index.capacity() / 4 {
+            let Shard {
+                index,
+                chunks,
+                hasher,
+                ..
+            } = self;
+            index.shrink_to(index.len() * 2, |&slot| slot_hash(chunks, hasher, slot));
+        }
     }
 
     /// Removes the bytes and TTL of the entry that was in `slot` from the
