@@ -40,6 +40,8 @@ pub struct Store {
     started: std::time::Instant,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
+    /// Thresholds at which collections leave their compact encoding.
+    pub encodings: crate::types::EncodingConfig,
 }
 
 impl Store {
@@ -62,6 +64,7 @@ impl Store {
             lag: Mutex::new(LagWindow::default()),
             started: std::time::Instant::now(),
             access: AccessConfig::default(),
+            encodings: crate::types::EncodingConfig::default(),
         }
     }
 
