@@ -135,6 +135,7 @@ impl Server {
             hot.store(value, Ordering::Relaxed);
         }
         self.store.set_maxmemory(config.maxmemory);
+        self.store.encodings.set_limits(config.encodings);
         self.store.access.set_policy(config.maxmemory_policy);
         self.store.access.set_lfu_log_factor(config.lfu_log_factor);
         self.store

@@ -653,6 +653,17 @@ pub struct MultiWrite<'a> {
 }
 
 impl<'a> MultiWrite<'a> {
+    /// The live entry for `key`, without recording an access. Panics if
+    /// `key` was not among the keys the guards were taken for.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        let index = self.db.shard_index(key);
+        let at = self
+            .guards
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .expect("key's shard was locked by write_many");
+        self.guards[at].1.peek(key)
+    }
+
     /// The locked shard holding `key`. Panics if `key` was not among the
     /// keys the guards were taken for.
     pub fn shard(&mut self, key: &[u8]) -> &mut WriteShard<'a> {

@@ -24,6 +24,7 @@ use crate::server::Server;
 mod append;
 mod auth;
 mod client;
+mod collection;
 mod command;
 mod config;
 mod dbsize;
@@ -38,7 +39,13 @@ mod getdel;
 mod getex;
 mod getrange;
 mod getset;
+mod hdel;
 mod hello;
+mod hget;
+mod hgetall;
+mod hincrby;
+mod hrandfield;
+mod hset;
 mod incr;
 mod incrbyfloat;
 mod info;
@@ -53,11 +60,18 @@ mod quit;
 mod randomkey;
 mod rename;
 mod reset;
+mod sadd;
 mod scan;
 mod select;
 mod set;
+mod setops;
 mod setrange;
 mod shutdown;
+mod sismember;
+mod smove;
+mod spop;
+mod srandmember;
+mod sscan;
 mod strlen;
 mod time;
 mod touch;
@@ -181,6 +195,39 @@ static COMMANDS: &[&Spec] = &[
     &getrange::SPEC,
     &getset::SPEC,
     &hello::SPEC,
+    &hdel::SPEC,
+    &hget::HGET,
+    &hget::HMGET,
+    &hget::HEXISTS,
+    &hget::HSTRLEN,
+    &hget::HLEN,
+    &hgetall::HGETALL,
+    &hgetall::HKEYS,
+    &hgetall::HVALS,
+    &hincrby::HINCRBY,
+    &hincrby::HINCRBYFLOAT,
+    &hrandfield::SPEC,
+    &hset::HSET,
+    &hset::HMSET,
+    &hset::HSETNX,
+    &sscan::HSCAN,
+    &sadd::SADD,
+    &sadd::SREM,
+    &setops::SINTER,
+    &setops::SINTERCARD,
+    &setops::SINTERSTORE,
+    &setops::SUNION,
+    &setops::SUNIONSTORE,
+    &setops::SDIFF,
+    &setops::SDIFFSTORE,
+    &sismember::SISMEMBER,
+    &sismember::SMISMEMBER,
+    &sismember::SCARD,
+    &sismember::SMEMBERS,
+    &smove::SPEC,
+    &spop::SPEC,
+    &srandmember::SPEC,
+    &sscan::SSCAN,
     &incr::INCR,
     &incr::DECR,
     &incr::INCRBY,

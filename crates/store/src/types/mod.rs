@@ -40,7 +40,7 @@ impl Default for Limits {
     /// Redis's defaults.
     fn default() -> Self {
         Limits {
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
