@@ -26,9 +26,10 @@ pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
-    Db, DbStats, Lookup, MultiWrite, ReadShard, Store, Vacant, WriteShard, SHARDS_PER_DB,
+    AllLocked, Db, DbStats, Held, Lookup, MultiWrite, ReadShard, Store, Vacant, WriteShard,
+    SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
-pub use shard::{EntryMut, Shard};
+pub use shard::{EntryMut, Shard, WatchFlag};
 pub use types::{EncodingConfig, Hash, Limits, Set};
 pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};

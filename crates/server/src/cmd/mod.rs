@@ -53,6 +53,7 @@ mod keys;
 mod memory;
 mod mget;
 mod mset;
+mod multi;
 mod object;
 mod persist;
 mod ping;
@@ -77,6 +78,8 @@ mod time;
 mod touch;
 mod ttl;
 mod type_;
+
+pub use multi::unwatch_all;
 
 /// A handler: parses `args` (the command name included, as in Redis's argv)
 /// and writes its reply, or returns the error to reply with.
@@ -239,6 +242,11 @@ static COMMANDS: &[&Spec] = &[
     &mget::SPEC,
     &mset::MSET,
     &mset::MSETNX,
+    &multi::MULTI,
+    &multi::EXEC,
+    &multi::DISCARD,
+    &multi::WATCH,
+    &multi::UNWATCH,
     &object::SPEC,
     &persist::SPEC,
     &ping::SPEC,
@@ -535,7 +543,8 @@ fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error
     }
 }
 
-/// Runs one command and writes its reply to `out`.
+/// Runs one command (or queues it inside MULTI) and writes its reply to
+/// `out`.
 pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
     let now_ms = crate::server::unix_ms();
     let table = &server.commands;
@@ -556,10 +565,25 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     if spec.has_flag("denyoom") && !server.make_room(now_ms) {
         return reject(&mut ctx, Some(id), errors::OOM.into());
     }
+    if let Some(queued) = ctx.client.tx.queued.as_mut() {
+        if !multi::runs_inside_multi(spec) {
+            queued.push(args.to_vec());
+            ctx.w().simple("QUEUED");
+            return;
+        }
+    }
+    call(&mut ctx, id, args);
+}
+
+/// Runs a resolved, admitted command: the handler, its reply and its
+/// statistics. EXEC calls this for each queued command.
+fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
+    let (server, now_ms) = (ctx.server, ctx.now_ms);
+    let spec = server.commands.specs[id];
     ctx.client.handle.note_command(id, ctx.client.db, now_ms);
     let reply_start = ctx.out.len();
     let started = std::time::Instant::now();
-    let result = (spec.run)(&mut ctx, args);
+    let result = (spec.run)(ctx, args);
     let elapsed = started.elapsed();
     let failed = match result {
         Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
@@ -571,7 +595,12 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     server.stats.record_call(id, elapsed, failed);
 }
 
+/// Refuses a command before it runs; inside MULTI this also dooms the
+/// transaction (EXEC will answer EXECABORT), as in Redis.
 fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
+    if ctx.client.tx.queued.is_some() {
+        ctx.client.tx.refused = true;
+    }
     ctx.w().error(&err.0);
     ctx.server.stats.record_rejection(id);
 }
