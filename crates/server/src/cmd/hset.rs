@@ -67,7 +67,7 @@ pub const HSETNX: Spec = Spec {
 
 /// Sets every field/value pair of `args[2..]`; returns how many were new.
 fn set_pairs(ctx: &mut Ctx, args: &[Bytes], name: &str) -> Result<usize, Error> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(format!("ERR wrong number of arguments for '{name}' command").into());
     }
     let limits = limits(ctx);
