@@ -37,6 +37,22 @@ pub struct Client {
     pub authenticated: bool,
     /// Set by a command that changes the connection after its reply.
     pub after_reply: Option<AfterReply>,
+    /// MULTI/EXEC/WATCH state.
+    pub tx: Transaction,
+}
+
+/// A connection's transaction state (see `cmd::multi`).
+#[derive(Default)]
+pub struct Transaction {
+    /// Commands queued since MULTI; `None` outside MULTI.
+    pub queued: Option<Vec<Vec<bytes::Bytes>>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub refused: bool,
+    /// Watched keys: database, key, and whether the key was live when
+    /// watched (a watched key that expires afterwards fails EXEC).
+    pub watched: Vec<(usize, bytes::Bytes, bool)>,
+    /// Set by the store when a watched key is written, expired or evicted.
+    pub dirty: keel_store::WatchFlag,
 }
 
 impl Client {
@@ -48,6 +64,7 @@ impl Client {
             protocol: Protocol::Resp2,
             authenticated,
             after_reply: None,
+            tx: Transaction::default(),
         }
     }
 }

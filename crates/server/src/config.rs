@@ -60,6 +60,9 @@ pub struct Config {
     pub eviction_cpu_percent: u64,
     /// The file the configuration was read from, if any.
     pub config_file: Option<String>,
+    /// Thresholds at which collections leave their compact encodings
+    /// (`hash-max-listpack-entries` and friends).
+    pub encodings: keel_store::Limits,
 }
 
 /// `maxmemory-clients`: a size, or a share of `maxmemory` as Redis 7
@@ -122,6 +125,7 @@ impl Default for Config {
             eviction_low_percent: 97,
             eviction_cpu_percent: 25,
             config_file: None,
+            encodings: keel_store::Limits::default(),
         }
     }
 }
@@ -139,6 +143,22 @@ pub struct Directive {
     pub get: Getter,
     /// Parses and stores a value (the words after the name).
     pub set: Setter,
+}
+
+/// A mutable size threshold of a compact encoding, as Redis's
+/// `hash-max-listpack-entries` and friends (0 up to `LONG_MAX`).
+macro_rules! encoding_threshold {
+    ($name:literal, $field:ident) => {
+        Directive {
+            name: $name,
+            mutable: true,
+            get: |c| c.encodings.$field.to_string(),
+            set: |c, v| {
+                c.encodings.$field = memory(one(v)?)?.min(i64::MAX as u64) as usize;
+                Ok(())
+            },
+        }
+    };
 }
 
 /// Every directive keel knows.
@@ -403,6 +423,11 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
     },
+    encoding_threshold!("hash-max-listpack-entries", hash_max_listpack_entries),
+    encoding_threshold!("hash-max-listpack-value", hash_max_listpack_value),
+    encoding_threshold!("set-max-intset-entries", set_max_intset_entries),
+    encoding_threshold!("set-max-listpack-entries", set_max_listpack_entries),
+    encoding_threshold!("set-max-listpack-value", set_max_listpack_value),
 ];
 
 /// The directive called `name` (case-insensitive).

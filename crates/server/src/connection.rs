@@ -68,6 +68,7 @@ pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
     if let Err(e) = result {
         verbose!("Client id={} addr={addr} closed: {e}", handle.id);
     }
+    cmd::unwatch_all(&server, &mut client, unix_ms());
     server.clients.unregister(handle.id);
 }
 

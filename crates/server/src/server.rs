@@ -150,6 +150,7 @@ impl Server {
         let clients = config.maxmemory_clients.bytes(config.maxmemory);
         self.client_budget.set_limit(clients as usize);
         self.store.set_maxmemory(config.maxmemory);
+        self.store.encodings.set_limits(config.encodings);
         self.store.access.set_policy(config.maxmemory_policy);
         self.store.access.set_lfu_log_factor(config.lfu_log_factor);
         self.store

@@ -10,11 +10,26 @@
 //! [`Db::write_many`], which takes every guard it needs at once in ascending
 //! shard order. Multi-key commands that must be atomic (MSET, MSETNX,
 //! RENAME) use `write_many`; so do FLUSHDB and FLUSHALL.
+//!
+//! Transactions (EXEC) run their queued commands atomically across shards
+//! and databases through [`Store::lock_all`]: it takes every shard's write
+//! lock in ascending order (the same order as `write_many`, so it cannot
+//! deadlock with it) and marks the calling thread as holding them. While
+//! that mark is set, every guard this module hands out on that thread is
+//! lent from the locks already held instead of taken (see [`Held`]), so
+//! command handlers run unchanged inside EXEC. Other threads simply wait
+//! on the shard locks. The normal command path pays one thread-local read
+//! per lock and takes no global lock.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use foldhash::fast::RandomState;
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+
+use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::access::{Access, AccessConfig, Clock};
@@ -28,6 +43,91 @@ use crate::value::Value;
 /// record of shards holding expired keys.
 pub const SHARDS_PER_DB: usize = 64;
 
+thread_local! {
+    /// True while this thread holds every shard lock through [`Store::lock_all`].
+    static HOLDS_ALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A shard guard: taken from the lock and released on drop, or, on a
+/// thread inside [`Store::lock_all`], lent from the lock already held and
+/// left locked on drop.
+pub struct Held<G> {
+    guard: ManuallyDrop<G>,
+    owned: bool,
+}
+
+impl<G> Deref for Held<G> {
+    type Target = G;
+    fn deref(&self) -> &G {
+        &self.guard
+    }
+}
+
+impl<G> DerefMut for Held<G> {
+    fn deref_mut(&mut self) -> &mut G {
+        &mut self.guard
+    }
+}
+
+impl<G> Drop for Held<G> {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(&mut self.guard) }
+        }
+    }
+}
+
+fn read_lock(lock: &RwLock<Shard>) -> Held<RwLockReadGuard<'_, Shard>> {
+    if HOLDS_ALL.get() {
+        // SAFETY: this thread holds the lock exclusively (lock_all) and the
+        // lent guard never unlocks it; handlers never hold a shard's read
+        // and write guards together (that would deadlock outside EXEC).
+        let guard = unsafe { lock.make_read_guard_unchecked() };
+        return Held {
+            guard: ManuallyDrop::new(guard),
+            owned: false,
+        };
+    }
+    Held {
+        guard: ManuallyDrop::new(lock.read()),
+        owned: true,
+    }
+}
+
+fn write_lock(lock: &RwLock<Shard>) -> Held<RwLockWriteGuard<'_, Shard>> {
+    if HOLDS_ALL.get() {
+        // SAFETY: as in read_lock; at most one guard per shard is alive at
+        // a time under the locking discipline.
+        let guard = unsafe { lock.make_write_guard_unchecked() };
+        return Held {
+            guard: ManuallyDrop::new(guard),
+            owned: false,
+        };
+    }
+    Held {
+        guard: ManuallyDrop::new(lock.write()),
+        owned: true,
+    }
+}
+
+/// Every shard of every database locked by one thread (see
+/// [`Store::lock_all`]); unlocked on drop.
+pub struct AllLocked<'a> {
+    store: &'a Store,
+}
+
+impl Drop for AllLocked<'_> {
+    fn drop(&mut self) {
+        HOLDS_ALL.set(false);
+        for lock in self.store.all_shards() {
+            // SAFETY: lock_all took every one of these exclusively on this
+            // thread and no lent guard unlocks them.
+            unsafe { lock.force_unlock_write() };
+        }
+    }
+}
+
 /// Every database of the server.
 #[derive(Debug)]
 pub struct Store {
@@ -40,6 +140,8 @@ pub struct Store {
     started: std::time::Instant,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
+    /// Thresholds at which collections leave their compact encoding.
+    pub encodings: crate::types::EncodingConfig,
 }
 
 impl Store {
@@ -62,6 +164,7 @@ impl Store {
             lag: Mutex::new(LagWindow::default()),
             started: std::time::Instant::now(),
             access: AccessConfig::default(),
+            encodings: crate::types::EncodingConfig::default(),
         }
     }
 
@@ -156,7 +259,7 @@ impl Store {
         let mut candidates = 0;
         for n in draws.chain(walk) {
             let (db_no, shard_no) = (n / SHARDS_PER_DB, n % SHARDS_PER_DB);
-            let shard = self.dbs[db_no][shard_no].read();
+            let shard = read_lock(&self.dbs[db_no][shard_no]);
             if shard.is_empty() || (volatile && shard.expires() == 0) {
                 continue;
             }
@@ -203,7 +306,10 @@ impl Store {
         for db_no in 0..self.dbs.len() {
             let db = self.db(db_no, now_ms);
             for (shard_no, shard) in self.dbs[db_no].iter().enumerate() {
-                if shard.read().next_deadline().is_none_or(|at| at > now_ms) {
+                if read_lock(shard)
+                    .next_deadline()
+                    .is_none_or(|at| at > now_ms)
+                {
                     continue;
                 }
                 let mut guard = db.guard(shard_no);
@@ -235,15 +341,28 @@ impl Store {
     /// reclaimed, measured over every shard (INFO's `expired_stale_perc`).
     pub fn stale_bytes(&self, now_ms: u64) -> usize {
         self.all_shards()
-            .map(|s| s.read().stale_bytes(now_ms))
+            .map(|s| read_lock(s).stale_bytes(now_ms))
             .sum()
     }
 
     /// Expired keys reclaimed so far (the `expired_keys` statistic).
     pub fn expired_keys(&self) -> u64 {
         self.all_shards()
-            .map(|s| s.read().reclaimed_expired())
+            .map(|s| read_lock(s).reclaimed_expired())
             .sum()
+    }
+
+    /// Locks every shard of every database, in ascending order, for an
+    /// atomic transaction; until the returned guard is dropped, keyspace
+    /// calls on this thread use these locks instead of taking their own.
+    pub fn lock_all(&self) -> AllLocked<'_> {
+        assert!(!HOLDS_ALL.get(), "lock_all is not reentrant");
+        for lock in self.all_shards() {
+            // SAFETY: released by AllLocked's drop.
+            unsafe { lock.raw().lock_exclusive() };
+        }
+        HOLDS_ALL.set(true);
+        AllLocked { store: self }
     }
 
     fn all_shards(&self) -> impl Iterator<Item = &RwLock<Shard>> {
@@ -292,7 +411,7 @@ impl<'a> Db<'a> {
     }
 
     fn guard(&self, index: usize) -> WriteShard<'a> {
-        let guard = self.shards[index].write();
+        let guard = write_lock(&self.shards[index]);
         WriteShard {
             bytes_before: guard.used_bytes(),
             guard,
@@ -305,7 +424,7 @@ impl<'a> Db<'a> {
     pub fn read(&self, key: &[u8]) -> ReadShard<'a> {
         let index = self.shard_index(key);
         ReadShard {
-            guards: Some(Guards::One(index, self.shards[index].read())),
+            guards: Some(Guards::One(index, read_lock(&self.shards[index]))),
             db: *self,
             expired_in: std::cell::Cell::new(0),
         }
@@ -320,7 +439,7 @@ impl<'a> Db<'a> {
         indexes.dedup();
         let guards = indexes
             .into_iter()
-            .map(|i| (i, self.shards[i].read()))
+            .map(|i| (i, read_lock(&self.shards[i])))
             .collect();
         ReadShard {
             guards: Some(Guards::Many(guards)),
@@ -352,7 +471,7 @@ impl<'a> Db<'a> {
     pub fn stats(&self) -> DbStats {
         let (mut keys, mut expires, mut sum) = (0usize, 0usize, 0u128);
         for shard in self.shards {
-            let shard = shard.read();
+            let shard = read_lock(shard);
             keys += shard.len();
             expires += shard.expires();
             sum += shard.expire_sum_ms();
@@ -376,7 +495,11 @@ impl<'a> Db<'a> {
         let mut guards: Vec<WriteShard> = all.into_iter().map(|i| self.guard(i)).collect();
         guards
             .iter_mut()
-            .map(|g| std::mem::replace(&mut *g.guard, Shard::new(self.store.hasher)))
+            .map(|g| {
+                let old = std::mem::replace(&mut **g.guard, Shard::new(self.store.hasher));
+                g.guard.adopt_watchers(&old);
+                old
+            })
             .collect()
     }
 
@@ -385,7 +508,7 @@ impl<'a> Db<'a> {
         let match_all = pattern == b"*";
         let mut out = Vec::new();
         for shard in self.shards {
-            let shard = shard.read();
+            let shard = read_lock(shard);
             out.extend(
                 shard
                     .iter(self.now_ms)
@@ -418,7 +541,7 @@ impl<'a> Db<'a> {
         let mut budget = count.max(1).saturating_mul(10);
         let mut live_seen = 0;
         while shard_no < self.shards.len() && budget > 0 && live_seen < count {
-            let shard = self.shards[shard_no].read();
+            let shard = read_lock(&self.shards[shard_no]);
             let (next, live) = shard.scan(slot, budget, count - live_seen, self.now_ms, |e| {
                 if keep(e) {
                     keys.push(e.key().to_vec());
@@ -445,7 +568,7 @@ impl<'a> Db<'a> {
 
     /// A random live key (RANDOMKEY), shards weighted by their size.
     pub fn random_key(&self) -> Option<Vec<u8>> {
-        let sizes: Vec<usize> = self.shards.iter().map(|s| s.read().len()).collect();
+        let sizes: Vec<usize> = self.shards.iter().map(|s| read_lock(s).len()).collect();
         let total: usize = sizes.iter().sum();
         if total == 0 {
             return None;
@@ -464,7 +587,7 @@ impl<'a> Db<'a> {
                     false
                 })
                 .expect("pick is below the total");
-            let shard = self.shards[shard_no].read();
+            let shard = read_lock(&self.shards[shard_no]);
             if let Some(entry) = shard.random(self.now_ms, &mut rng) {
                 return Some(entry.key().to_vec());
             }
@@ -475,8 +598,8 @@ impl<'a> Db<'a> {
 
 /// Read guards of one shard, or of several taken together.
 enum Guards<'a> {
-    One(usize, RwLockReadGuard<'a, Shard>),
-    Many(Vec<(usize, RwLockReadGuard<'a, Shard>)>),
+    One(usize, Held<RwLockReadGuard<'a, Shard>>),
+    Many(Vec<(usize, Held<RwLockReadGuard<'a, Shard>>)>),
 }
 
 /// Shards locked for reading, seen at one instant.
@@ -558,7 +681,7 @@ impl Drop for ReadShard<'_> {
 /// A shard locked for writing, seen at one instant. When dropped, the
 /// store's dataset byte count is updated by what the shard gained or lost.
 pub struct WriteShard<'a> {
-    guard: RwLockWriteGuard<'a, Shard>,
+    guard: Held<RwLockWriteGuard<'a, Shard>>,
     store: &'a Store,
     now_ms: u64,
     bytes_before: usize,
@@ -595,6 +718,16 @@ impl<'a> WriteShard<'a> {
         let (_, value) = old.into_parts();
         self.guard
             .insert(Entry::new(key.into(), value, expire, access), self.now_ms)
+    }
+
+    /// Marks `flag` when `key` is next written, expired or evicted (WATCH).
+    pub fn watch(&mut self, key: &[u8], flag: &crate::shard::WatchFlag) {
+        self.guard.watch(key, flag);
+    }
+
+    /// Stops marking `flag` for `key` (UNWATCH, EXEC, disconnect).
+    pub fn unwatch(&mut self, key: &[u8], flag: &crate::shard::WatchFlag) {
+        self.guard.unwatch(key, flag);
     }
 
     /// Deletes `key`; returns its entry if it was live.
@@ -659,6 +792,17 @@ pub struct MultiWrite<'a> {
 }
 
 impl<'a> MultiWrite<'a> {
+    /// The live entry for `key`, without recording an access. Panics if
+    /// `key` was not among the keys the guards were taken for.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        let index = self.db.shard_index(key);
+        let at = self
+            .guards
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .expect("key's shard was locked by write_many");
+        self.guards[at].1.peek(key)
+    }
+
     /// The locked shard holding `key`. Panics if `key` was not among the
     /// keys the guards were taken for.
     pub fn shard(&mut self, key: &[u8]) -> &mut WriteShard<'a> {

@@ -7,7 +7,8 @@
 //!
 //! - [`keyspace`]: databases, shards and the locking discipline.
 //! - [`shard`]: one shard's stable-slot table and its accounting.
-//! - [`value`]: value types and encodings.
+//! - [`value`]: the value enum and strings.
+//! - [`types`]: hashes and sets, their compact and full encodings.
 //! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling.
 //! - [`access`]: recency/frequency per key and the maxmemory policies.
 //! - [`pattern`]: Redis glob matching.
@@ -18,14 +19,17 @@ pub mod expiry;
 pub mod keyspace;
 pub mod pattern;
 pub mod shard;
+pub mod types;
 pub mod value;
 
 pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
-    Db, DbStats, Lookup, MultiWrite, ReadShard, Store, Vacant, WriteShard, SHARDS_PER_DB,
+    AllLocked, Db, DbStats, Held, Lookup, MultiWrite, ReadShard, Store, Vacant, WriteShard,
+    SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
-pub use shard::{EntryMut, Shard};
+pub use shard::{EntryMut, Shard, WatchFlag};
+pub use types::{EncodingConfig, Hash, Limits, Set};
 pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};

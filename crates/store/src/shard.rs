@@ -20,10 +20,14 @@
 //!
 //! Every change to what the shard holds goes through this file, so the byte
 //! count ([`Shard::used_bytes`]), the TTL totals and the deadline index are
-//! exact by construction.
+//! exact by construction — and so are WATCH notifications: every insert,
+//! in-place change, TTL change, removal, expiry and eviction of a key marks
+//! the clients watching it (one emptiness check when nobody watches).
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
@@ -86,6 +90,9 @@ fn slot_hash(chunks: &[Box<[Option<Entry>]>], hasher: &RandomState, slot: u32) -
     hasher.hash_one(entry.key())
 }
 
+/// A client's WATCH state: set when any key it watches changes.
+pub type WatchFlag = Arc<AtomicBool>;
+
 /// One shard: its entries, their index and their accounting.
 #[derive(Debug)]
 pub struct Shard {
@@ -100,6 +107,7 @@ pub struct Shard {
     expire_sum_ms: u128,
     deadlines: BTreeSet<(u64, u32)>,
     reclaimed_expired: u64,
+    watchers: hashbrown::HashMap<Box<[u8]>, Vec<WatchFlag>>,
 }
 
 impl Shard {
@@ -115,7 +123,47 @@ impl Shard {
             expire_sum_ms: 0,
             deadlines: BTreeSet::new(),
             reclaimed_expired: 0,
+            watchers: hashbrown::HashMap::new(),
         }
+    }
+
+    /// Registers `flag` to be set when `key` changes.
+    pub fn watch(&mut self, key: &[u8], flag: &WatchFlag) {
+        let flags = self.watchers.entry(key.into()).or_default();
+        if !flags.iter().any(|f| Arc::ptr_eq(f, flag)) {
+            flags.push(flag.clone());
+        }
+    }
+
+    /// Removes `flag` from `key`'s watchers.
+    pub fn unwatch(&mut self, key: &[u8], flag: &WatchFlag) {
+        if let Some(flags) = self.watchers.get_mut(key) {
+            flags.retain(|f| !Arc::ptr_eq(f, flag));
+            if flags.is_empty() {
+                self.watchers.remove(key);
+            }
+        }
+    }
+
+    /// Marks every client watching `key`: it was written.
+    fn touch(&self, key: &[u8]) {
+        if self.watchers.is_empty() {
+            return;
+        }
+        for flag in self.watchers.get(key).into_iter().flatten() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes over the watchers of `old`, the shard this one replaces
+    /// (FLUSHDB), marking those whose key existed there, as Redis does.
+    pub fn adopt_watchers(&mut self, old: &Shard) {
+        for (key, flags) in &old.watchers {
+            if old.get_even_expired(key).is_some() {
+                flags.iter().for_each(|f| f.store(true, Ordering::Relaxed));
+            }
+        }
+        self.watchers = old.watchers.clone();
     }
 
     /// Keys stored, including expired ones not yet reclaimed (as Redis's
@@ -260,6 +308,7 @@ impl Shard {
     /// Stores `entry` under its key, replacing any previous entry in place
     /// (same slot). Returns the previous value if it was live.
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
+        self.touch(entry.key());
         self.heap_bytes += entry.heap_bytes();
         let deadline = entry.expire_at_ms();
         if let Some(slot) = self.find(entry.key()) {
@@ -334,6 +383,7 @@ impl Shard {
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.live_per_chunk[k] -= 1;
+        self.touch(entry.key());
         self.free.push(slot);
         self.forget(slot, &entry);
         self.release_unused();
@@ -464,12 +514,15 @@ impl EntryMut<'_> {
 
     /// The value, for in-place changes (APPEND, INCR, SETRANGE).
     pub fn value_mut(&mut self) -> &mut crate::Value {
+        let entry = self.entry();
+        self.shard.touch(entry.key());
         &mut self.shard.slot_mut(self.slot).value
     }
 
     /// Sets or clears the TTL, keeping the shard's TTL totals exact.
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
         let old = self.entry().expire_at_ms();
+        self.shard.touch(self.entry().key());
         self.shard.track_expire(self.slot, old, at);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
     }

@@ -1,8 +1,11 @@
 //! Values and their encodings.
 //!
-//! Strings are the only type so far; collections join this enum later, and
-//! every command checks the type through [`Value::as_str`] and friends so a
-//! WRONGTYPE error is produced in one place.
+//! A value is a string or one of the collection types in [`crate::types`].
+//! Commands reach the type they expect through [`Value::as_str`],
+//! [`Value::as_hash`] and friends, which answer `None` for another type, so
+//! the WRONGTYPE decision is made in one place per type.
+
+use crate::types::{Hash, Set};
 
 /// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
 /// the same names so tools written against Redis read keel the same way.
@@ -17,6 +20,10 @@ pub const SHARED_INTEGERS: i64 = 10_000;
 pub enum Value {
     /// A string, as Redis's string type (binary-safe, up to 512 MB).
     Str(Str),
+    /// A hash of fields to values.
+    Hash(Hash),
+    /// A set of distinct members.
+    Set(Set),
 }
 
 /// A string value in one of its encodings.
@@ -103,26 +110,45 @@ impl Str {
     }
 }
 
+/// Typed access to a value: `as_*` and `as_*_mut` answer `None` for a value
+/// of another type, and the caller replies WRONGTYPE.
+macro_rules! typed_access {
+    ($($variant:ident, $ty:ty, $get:ident, $get_mut:ident;)*) => {
+        impl Value {
+            $(
+                #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
+                pub fn $get(&self) -> Option<&$ty> {
+                    match self {
+                        Value::$variant(v) => Some(v),
+                        _ => None,
+                    }
+                }
+
+                #[doc = concat!("Mutable access to the ", stringify!($variant), " inside.")]
+                pub fn $get_mut(&mut self) -> Option<&mut $ty> {
+                    match self {
+                        Value::$variant(v) => Some(v),
+                        _ => None,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+typed_access! {
+    Str, Str, as_str, as_str_mut;
+    Hash, Hash, as_hash, as_hash_mut;
+    Set, Set, as_set, as_set_mut;
+}
+
 impl Value {
-    /// The string inside, or `None` for another type (the caller answers
-    /// WRONGTYPE).
-    pub fn as_str(&self) -> Option<&Str> {
-        match self {
-            Value::Str(s) => Some(s),
-        }
-    }
-
-    /// Mutable access to the string inside, or `None` for another type.
-    pub fn as_str_mut(&mut self) -> Option<&mut Str> {
-        match self {
-            Value::Str(s) => Some(s),
-        }
-    }
-
     /// The name TYPE replies with.
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
         }
     }
 
@@ -130,13 +156,28 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
         }
     }
 
-    /// Heap bytes owned by this value, for memory accounting.
+    /// Heap bytes owned by this value, for memory accounting. O(1): every
+    /// collection keeps its size as it changes.
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_bytes(),
+            Value::Hash(h) => h.heap_bytes(),
+            Value::Set(s) => s.heap_bytes(),
+        }
+    }
+
+    /// True for a collection with no element left: such a key is deleted,
+    /// as Redis never keeps an empty collection.
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
         }
     }
 }

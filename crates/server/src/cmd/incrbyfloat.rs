@@ -90,6 +90,24 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     Ok(())
 }
 
+/// HINCRBYFLOAT's arithmetic, the same as INCRBYFLOAT's, with the hash
+/// command's errors: an infinite increment is refused up front, a stored
+/// value that does not parse is "not a float".
+pub fn hash_increment(current: &[u8], increment: &[u8]) -> Result<String, Error> {
+    let by = match parse(increment) {
+        None => return Err(errors::NOT_FLOAT.into()),
+        Some(Operand::Infinite) => return Err("ERR value is NaN or Infinity".into()),
+        Some(Operand::Finite(by)) => by,
+    };
+    match parse(current) {
+        None => Err("ERR hash value is not a float".into()),
+        Some(Operand::Infinite) => Err(NAN_OR_INFINITY.into()),
+        Some(Operand::Finite(value)) => add(value, by)
+            .map(print)
+            .ok_or(Error::from(NAN_OR_INFINITY)),
+    }
+}
+
 /// Bits in the significand of an extended value.
 const PRECISION: u64 = 64;
 /// The exponent of the highest bit a finite extended value can have.

@@ -24,6 +24,7 @@ use crate::server::Server;
 mod append;
 mod auth;
 mod client;
+mod collection;
 mod command;
 mod config;
 mod dbsize;
@@ -38,7 +39,13 @@ mod getdel;
 mod getex;
 mod getrange;
 mod getset;
+mod hdel;
 mod hello;
+mod hget;
+mod hgetall;
+mod hincrby;
+mod hrandfield;
+mod hset;
 mod incr;
 mod incrbyfloat;
 mod info;
@@ -46,6 +53,7 @@ mod keys;
 mod memory;
 mod mget;
 mod mset;
+mod multi;
 mod object;
 mod persist;
 mod ping;
@@ -53,16 +61,25 @@ mod quit;
 mod randomkey;
 mod rename;
 mod reset;
+mod sadd;
 mod scan;
 mod select;
 mod set;
+mod setops;
 mod setrange;
 mod shutdown;
+mod sismember;
+mod smove;
+mod spop;
+mod srandmember;
+mod sscan;
 mod strlen;
 mod time;
 mod touch;
 mod ttl;
 mod type_;
+
+pub use multi::unwatch_all;
 
 /// A handler: parses `args` (the command name included, as in Redis's argv)
 /// and writes its reply, or returns the error to reply with.
@@ -181,6 +198,39 @@ static COMMANDS: &[&Spec] = &[
     &getrange::SPEC,
     &getset::SPEC,
     &hello::SPEC,
+    &hdel::SPEC,
+    &hget::HGET,
+    &hget::HMGET,
+    &hget::HEXISTS,
+    &hget::HSTRLEN,
+    &hget::HLEN,
+    &hgetall::HGETALL,
+    &hgetall::HKEYS,
+    &hgetall::HVALS,
+    &hincrby::HINCRBY,
+    &hincrby::HINCRBYFLOAT,
+    &hrandfield::SPEC,
+    &hset::HSET,
+    &hset::HMSET,
+    &hset::HSETNX,
+    &sscan::HSCAN,
+    &sadd::SADD,
+    &sadd::SREM,
+    &setops::SINTER,
+    &setops::SINTERCARD,
+    &setops::SINTERSTORE,
+    &setops::SUNION,
+    &setops::SUNIONSTORE,
+    &setops::SDIFF,
+    &setops::SDIFFSTORE,
+    &sismember::SISMEMBER,
+    &sismember::SMISMEMBER,
+    &sismember::SCARD,
+    &sismember::SMEMBERS,
+    &smove::SPEC,
+    &spop::SPEC,
+    &srandmember::SPEC,
+    &sscan::SSCAN,
     &incr::INCR,
     &incr::DECR,
     &incr::INCRBY,
@@ -192,6 +242,11 @@ static COMMANDS: &[&Spec] = &[
     &mget::SPEC,
     &mset::MSET,
     &mset::MSETNX,
+    &multi::MULTI,
+    &multi::EXEC,
+    &multi::DISCARD,
+    &multi::WATCH,
+    &multi::UNWATCH,
     &object::SPEC,
     &persist::SPEC,
     &ping::SPEC,
@@ -488,7 +543,8 @@ fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error
     }
 }
 
-/// Runs one command and writes its reply to `out`.
+/// Runs one command (or queues it inside MULTI) and writes its reply to
+/// `out`.
 pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
     let now_ms = crate::server::unix_ms();
     let table = &server.commands;
@@ -509,10 +565,25 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     if spec.has_flag("denyoom") && !server.make_room(now_ms) {
         return reject(&mut ctx, Some(id), errors::OOM.into());
     }
+    if let Some(queued) = ctx.client.tx.queued.as_mut() {
+        if !multi::runs_inside_multi(spec) {
+            queued.push(args.to_vec());
+            ctx.w().simple("QUEUED");
+            return;
+        }
+    }
+    call(&mut ctx, id, args);
+}
+
+/// Runs a resolved, admitted command: the handler, its reply and its
+/// statistics. EXEC calls this for each queued command.
+fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
+    let (server, now_ms) = (ctx.server, ctx.now_ms);
+    let spec = server.commands.specs[id];
     ctx.client.handle.note_command(id, ctx.client.db, now_ms);
     let reply_start = ctx.out.len();
     let started = std::time::Instant::now();
-    let result = (spec.run)(&mut ctx, args);
+    let result = (spec.run)(ctx, args);
     let elapsed = started.elapsed();
     let failed = match result {
         Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
@@ -524,7 +595,12 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     server.stats.record_call(id, elapsed, failed);
 }
 
+/// Refuses a command before it runs; inside MULTI this also dooms the
+/// transaction (EXEC will answer EXECABORT), as in Redis.
 fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
+    if ctx.client.tx.queued.is_some() {
+        ctx.client.tx.refused = true;
+    }
     ctx.w().error(&err.0);
     ctx.server.stats.record_rejection(id);
 }

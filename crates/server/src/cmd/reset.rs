@@ -27,6 +27,8 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
+    ctx.client.tx.queued = None;
+    super::unwatch_all(ctx.server, ctx.client, ctx.now_ms);
     let client = &mut *ctx.client;
     client.db = 0;
     client.protocol = Protocol::Resp2;

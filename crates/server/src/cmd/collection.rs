@@ -1,0 +1,196 @@
+//! What every collection command shares: reaching a value of the expected
+//! type (WRONGTYPE otherwise), creating it on first write, deleting the key
+//! when its last element goes (Redis never keeps an empty collection), and
+//! the reply shapes of the SCAN family.
+//!
+//! Handlers describe only their own work as a closure over the typed value;
+//! the lookup, the type check, the hit/miss statistics and the empty-key
+//! rule live here once.
+
+use keel_store::{Hash, Limits, Lookup, Set, Value, WriteShard};
+
+use super::{errors, is, parse_i64, Ctx, Error};
+
+/// A collection type as stored in a [`Value`].
+pub trait Kind: Default {
+    /// The value as this type, or `None` for another type.
+    fn of(value: &Value) -> Option<&Self>;
+    /// Mutable access, or `None` for another type.
+    fn of_mut(value: &mut Value) -> Option<&mut Self>;
+    /// Wraps a new collection into a value.
+    fn into_value(self) -> Value;
+}
+
+impl Kind for Hash {
+    fn of(value: &Value) -> Option<&Self> {
+        value.as_hash()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_hash_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::Hash(self)
+    }
+}
+
+impl Kind for Set {
+    fn of(value: &Value) -> Option<&Self> {
+        value.as_set()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_set_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::Set(self)
+    }
+}
+
+fn wrongtype() -> Error {
+    errors::WRONGTYPE.into()
+}
+
+/// Runs `f` on the collection at `key` (`None` when the key is missing),
+/// under the key's shard read lock. Another type is WRONGTYPE.
+pub fn read<T: Kind, R>(
+    ctx: &mut Ctx,
+    key: &[u8],
+    f: impl FnOnce(&mut Ctx, Option<&T>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let db = ctx.db();
+    let shard = db.read(key);
+    let entry = shard.get(key);
+    ctx.count_lookup(entry.is_some());
+    match entry {
+        None => f(ctx, None),
+        Some(e) => f(ctx, Some(T::of(&e.value).ok_or_else(wrongtype)?)),
+    }
+}
+
+/// Whether [`update_in`] creates a missing key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// Start from an empty collection (HSET, SADD, ...); it is stored only
+    /// if `f` leaves something in it.
+    Create,
+    /// Leave the key absent and return `None` (HDEL, SREM, ...).
+    Skip,
+}
+
+/// Runs `f` on the collection at `key` in an already locked shard, creating
+/// it or not as `missing` says; deletes the key if `f` empties it.
+pub fn update_in<T: Kind, R>(
+    shard: &mut WriteShard,
+    key: &[u8],
+    missing: Missing,
+    f: impl FnOnce(&mut T) -> Result<R, Error>,
+) -> Result<Option<R>, Error> {
+    match shard.entry(key) {
+        Lookup::Found(mut entry) => {
+            if T::of(&entry.entry().value).is_none() {
+                return Err(wrongtype());
+            }
+            let collection = T::of_mut(entry.value_mut()).expect("type checked above");
+            let result = f(collection);
+            if entry.entry().value.is_empty_collection() {
+                crate::lazyfree::free(entry.remove());
+            }
+            result.map(Some)
+        }
+        Lookup::Missing(_) if missing == Missing::Skip => Ok(None),
+        Lookup::Missing(vacant) => {
+            let mut collection = T::default();
+            let result = f(&mut collection)?;
+            let value = collection.into_value();
+            if !value.is_empty_collection() {
+                vacant.insert(value, None);
+            }
+            Ok(Some(result))
+        }
+    }
+}
+
+/// [`update_in`] on the key's own shard.
+pub fn update<T: Kind, R>(
+    ctx: &mut Ctx,
+    key: &[u8],
+    missing: Missing,
+    f: impl FnOnce(&mut T) -> Result<R, Error>,
+) -> Result<Option<R>, Error> {
+    let db = ctx.db();
+    let mut shard = db.write(key);
+    update_in(&mut shard, key, missing, f)
+}
+
+/// Replaces `key` with `value` in a locked shard (the *STORE commands), or
+/// deletes it when `value` is an empty collection, as Redis does.
+pub fn store_in(shard: &mut WriteShard, key: &[u8], value: Value) {
+    let old = if value.is_empty_collection() {
+        shard.remove(key)
+    } else {
+        shard.insert(key, value, None)
+    };
+    if let Some(old) = old {
+        crate::lazyfree::free(old);
+    }
+}
+
+/// The conversion thresholds for this command.
+pub fn limits(ctx: &Ctx) -> Limits {
+    ctx.server.store.encodings.limits()
+}
+
+/// Options of HSCAN/SSCAN/ZSCAN after the cursor.
+pub struct ScanOptions<'a> {
+    /// MATCH pattern; `None` matches everything.
+    pub pattern: Option<&'a [u8]>,
+    /// COUNT hint.
+    pub count: usize,
+}
+
+impl ScanOptions<'_> {
+    /// True if `element` passes the MATCH filter.
+    pub fn matches(&self, element: &[u8]) -> bool {
+        self.pattern
+            .is_none_or(|p| keel_store::glob_match(p, element, false))
+    }
+}
+
+/// Parses `cursor [MATCH pattern] [COUNT count]` from `args[2..]`, with
+/// SCAN's errors.
+pub fn scan_options(args: &[bytes::Bytes]) -> Result<(u64, ScanOptions<'_>), Error> {
+    let cursor = super::scan::parse_cursor(&args[2])?;
+    let mut options = ScanOptions {
+        pattern: None,
+        count: 10,
+    };
+    let mut j = 3;
+    while j < args.len() {
+        if j + 1 >= args.len() {
+            return Err(errors::SYNTAX.into());
+        }
+        if is(&args[j], "count") {
+            let n = parse_i64(&args[j + 1])?;
+            if n < 1 {
+                return Err(errors::SYNTAX.into());
+            }
+            options.count = n as usize;
+        } else if is(&args[j], "match") {
+            options.pattern = Some(&args[j + 1])
+                .filter(|p| &p[..] != b"*")
+                .map(|p| &p[..]);
+        } else {
+            return Err(errors::SYNTAX.into());
+        }
+        j += 2;
+    }
+    Ok((cursor, options))
+}
+
+/// Writes a SCAN-family reply: the next cursor and the elements.
+pub fn write_scan_reply(ctx: &mut Ctx, next: u64, elements: &[Vec<u8>]) {
+    let mut w = ctx.w();
+    w.array(2);
+    w.bulk(next.to_string().as_bytes());
+    w.array(elements.len());
+    elements.iter().for_each(|e| w.bulk(e));
+}

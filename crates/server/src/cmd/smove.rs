@@ -1,0 +1,54 @@
+//! SMOVE source destination member — moves a member between sets
+//! atomically: both keys' shards are locked together.
+
+use keel_store::Set;
+
+use super::collection::{limits, update_in, Missing};
+use super::{errors, Spec, BASE};
+
+/// SMOVE.
+pub const SPEC: Spec = Spec {
+    name: "smove",
+    arity: 4,
+    flags: &["write", "fast"],
+    keys: (1, 2, 1),
+    acl: &["@write", "@set", "@fast"],
+    group: "set",
+    summary: "Moves a member from one set to another.",
+    run: |ctx, args| {
+        let (source, destination, member) = (&args[1], &args[2], &args[3]);
+        let limits = limits(ctx);
+        let db = ctx.db();
+        let mut locked = db.write_many(&[source, destination]);
+        let Some(from) = locked.peek(source) else {
+            ctx.w().integer(0);
+            return Ok(());
+        };
+        let to = locked.peek(destination);
+        if from.value.as_set().is_none() || to.is_some_and(|e| e.value.as_set().is_none()) {
+            return Err(errors::WRONGTYPE.into());
+        }
+        if source == destination {
+            let member_there = from.value.as_set().is_some_and(|s| s.contains(member));
+            ctx.w().integer(member_there as i64);
+            return Ok(());
+        }
+        let removed = update_in(
+            locked.shard(source),
+            source,
+            Missing::Skip,
+            |set: &mut Set| Ok(set.remove(member)),
+        )?;
+        if removed == Some(true) {
+            update_in(
+                locked.shard(destination),
+                destination,
+                Missing::Create,
+                |set: &mut Set| Ok(set.insert(member, &limits)),
+            )?;
+        }
+        ctx.w().integer(i64::from(removed == Some(true)));
+        Ok(())
+    },
+    ..BASE
+};
