@@ -75,7 +75,6 @@ mod srandmember;
 mod sscan;
 mod strlen;
 mod time;
-mod touch;
 mod ttl;
 mod type_;
 
@@ -185,7 +184,7 @@ static COMMANDS: &[&Spec] = &[
     &del::DEL,
     &del::UNLINK,
     &echo::SPEC,
-    &exists::SPEC,
+    &exists::EXISTS,
     &expire::EXPIRE,
     &expire::PEXPIRE,
     &expire::EXPIREAT,
@@ -265,7 +264,7 @@ static COMMANDS: &[&Spec] = &[
     &shutdown::SPEC,
     &strlen::SPEC,
     &time::SPEC,
-    &touch::SPEC,
+    &exists::TOUCH,
     &ttl::TTL,
     &ttl::PTTL,
     &ttl::EXPIRETIME,
