@@ -1,8 +1,8 @@
 """Keyspace commands: DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, RANDOMKEY, RENAME,
 RENAMENX, TOUCH, OBJECT, MEMORY USAGE.
 
-keel stores only strings so far, so WRONGTYPE replies and non-string TYPE
-results are not exercised here; they belong with the first non-string type.
+WRONGTYPE replies and non-string TYPE results are tested with each
+collection type in its own file.
 """
 
 import time
@@ -359,3 +359,12 @@ def test_memory_usage_missing_key(c):
 def test_memory_errors(c, args, error):
     c.call("SET", "k", "v")
     assert c.call("MEMORY", *args) == Err(error)
+
+
+def test_exists_does_not_count_as_an_access_but_touch_does(c):
+    c.call("SET", "k", "v")
+    time.sleep(2.1)
+    assert c.call("EXISTS", "k") == 1
+    assert c.call("OBJECT", "IDLETIME", "k") >= 2
+    assert c.call("TOUCH", "k") == 1
+    assert c.call("OBJECT", "IDLETIME", "k") == 0
