@@ -580,3 +580,18 @@ def test_recency_and_frequency_policies_keep_the_newest_key(start_server, policy
     # background, after the last write, where Redis evicts before it.
     with fill_past_limit(start_server, policy) as conn:
         assert conn.call("GET", "key:999") == b"x" * 10_000
+
+
+def test_memory_stats_reports_redis_fields(c):
+    c.call("SET", "a", "1")
+    c.call("SET", "b", "2", "EX", "100")
+    reply = c.call("MEMORY", "STATS")
+    stats = dict(zip(reply[::2], reply[1::2]))
+    for field in (b"peak.allocated", b"total.allocated", b"startup.allocated", b"clients.normal",
+                  b"overhead.total", b"keys.count", b"dataset.bytes", b"fragmentation"):
+        assert field in stats, field
+    assert stats[b"keys.count"] == 2
+    assert stats[b"total.allocated"] > 0
+    db0 = dict(zip(stats[b"db.0"][::2], stats[b"db.0"][1::2]))
+    assert db0[b"overhead.hashtable.main"] > 0
+    assert db0[b"overhead.hashtable.expires"] > 0

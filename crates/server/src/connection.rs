@@ -108,6 +108,7 @@ impl Connection<'_> {
         // end it through this signal.
         let killed = handle.killed();
         tokio::pin!(killed);
+        self.recharge();
         loop {
             let batch = self.execute_buffered().await?;
             self.flush().await?;

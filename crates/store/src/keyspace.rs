@@ -398,6 +398,17 @@ pub struct DbStats {
     pub avg_ttl_ms: u64,
 }
 
+/// Where one database's bytes go, for MEMORY STATS.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DbMemory {
+    /// Keys and values themselves.
+    pub data: usize,
+    /// Slots, hash index and free lists holding the keys.
+    pub tables: usize,
+    /// The deadline index of keys with a TTL.
+    pub expiry_index: usize,
+}
+
 impl<'a> Db<'a> {
     /// The instant this view answers for.
     pub fn now_ms(&self) -> u64 {
@@ -485,6 +496,18 @@ impl<'a> Db<'a> {
             expires,
             avg_ttl_ms,
         }
+    }
+
+    /// Where this database's bytes go.
+    pub fn memory(&self) -> DbMemory {
+        let mut m = DbMemory::default();
+        for shard in self.shards {
+            let shard = read_lock(shard);
+            m.data += shard.data_bytes();
+            m.tables += shard.table_bytes();
+            m.expiry_index += shard.expiry_index_bytes();
+        }
+        m
     }
 
     /// Removes every key. The old contents are returned so that the caller

@@ -194,12 +194,26 @@ impl Shard {
 
     /// Bytes attributable to stored data: keys, values, slots and index.
     pub fn used_bytes(&self) -> usize {
-        let buckets = self.index.capacity() * 8 / 7;
+        self.heap_bytes + self.table_bytes() + self.expiry_index_bytes()
+    }
+
+    /// Bytes of keys and values (and their collections) themselves.
+    pub fn data_bytes(&self) -> usize {
         self.heap_bytes
-            + buckets * INDEX_BUCKET_BYTES
+    }
+
+    /// Bytes of the structures that hold the keys: slots, hash index and
+    /// free list.
+    pub fn table_bytes(&self) -> usize {
+        let buckets = self.index.capacity() * 8 / 7;
+        buckets * INDEX_BUCKET_BYTES
             + self.slot_count() * std::mem::size_of::<Option<Entry>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
-            + self.deadlines.len() * DEADLINE_BYTES
+    }
+
+    /// Bytes of the deadline index of keys with a TTL.
+    pub fn expiry_index_bytes(&self) -> usize {
+        self.deadlines.len() * DEADLINE_BYTES
     }
 
     /// The earliest deadline of any key here.
