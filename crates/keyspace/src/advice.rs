@@ -32,9 +32,9 @@ pub struct CapEffect {
 
 /// The caps to evaluate for one pattern: the standard ones plus the
 /// pattern's own p50 and p90 idle times rounded to a whole hour (or minute
-/// below an hour), when they differ from every standard cap by more than a
-/// factor of 1.5 — the idle distribution's knees are often better caps
-/// than round numbers.
+/// below an hour), when they are at least 5 minutes and differ from every
+/// standard cap by more than a factor of 1.5 — the idle distribution's
+/// knees are often better caps than round numbers.
 pub fn candidate_caps(sorted_idle: &[u64]) -> Vec<u64> {
     let mut caps: Vec<u64> = STANDARD_CAPS.to_vec();
     for p in [50.0, 90.0] {
@@ -48,7 +48,7 @@ pub fn candidate_caps(sorted_idle: &[u64]) -> Vec<u64> {
                 let (a, b) = (c.max(rounded) as f64, c.min(rounded).max(1) as f64);
                 a / b > 1.5
             });
-            if rounded >= 60 && far && !caps.contains(&rounded) {
+            if rounded >= 300 && far && !caps.contains(&rounded) {
                 caps.push(rounded);
             }
         }
@@ -163,7 +163,7 @@ mod tests {
         // Near a standard cap: not added.
         let idle = vec![7 * 3600; 10];
         assert_eq!(candidate_caps(&idle), STANDARD_CAPS.to_vec());
-        // Idle under a minute: not added.
-        assert_eq!(candidate_caps(&[0, 1, 2]), STANDARD_CAPS.to_vec());
+        // Idle under 5 minutes: not added.
+        assert_eq!(candidate_caps(&[0, 1, 120]), STANDARD_CAPS.to_vec());
     }
 }
