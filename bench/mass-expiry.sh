@@ -9,7 +9,7 @@
 #   bench/mass-expiry.sh [KEYS] [RATE] [OUT_PREFIX]
 #
 # Defaults: 2000000 keys, 20000 requests/s; CSVs go to OUT_PREFIX-<server>.csv
-# (default bench/results/mass-expiry-<timestamp>).
+# (default bench/results/mass-expiry-<timestamp>). SERVERS="keel" runs one.
 set -euo pipefail
 keys=${1:-2000000}
 rate=${2:-20000}
@@ -75,5 +75,6 @@ else:
     print("expired keys were still present when the run ended\n")
 PY
 }
-run redis
-run keel
+for server in ${SERVERS:-redis keel}; do
+  run "$server"
+done

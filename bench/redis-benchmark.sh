@@ -6,6 +6,7 @@
 #
 #   bench/redis-benchmark.sh [ROUNDS] [REQUESTS]
 #
+# KEEL_ARGS adds keel-server directives (e.g. KEEL_ARGS="--threads 1").
 # Each row runs: redis-benchmark -t set,get -n REQUESTS -r 100000 -c 50 [-P 16]
 set -euo pipefail
 rounds=${1:-2}
@@ -25,7 +26,8 @@ redis_port=$(free_port)
 redis-server --port "$redis_port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 &
 pids+=($!)
 keel_port=$(free_port)
-"$keel" --port "$keel_port" "${common[@]}" 2>/dev/null &
+# shellcheck disable=SC2086
+"$keel" --port "$keel_port" "${common[@]}" ${KEEL_ARGS:-} 2>/dev/null &
 pids+=($!)
 wait_port "$redis_port"
 wait_port "$keel_port"

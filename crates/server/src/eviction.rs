@@ -13,7 +13,7 @@
 //! below the low one (`maxmemory-low-watermark`, 97%), in slices of about a
 //! millisecond, resting between slices so it takes at most
 //! `maxmemory-eviction-cpu-percent` of a core (25% by default). It runs on
-//! the main thread, beside the acceptor and active expiry, never on a
+//! the low-priority maintenance thread, beside active expiry, never on a
 //! worker. Writes below the hard limit never evict. Only when writes
 //! outrun the task and reach `maxmemory` does a write evict, and then at
 //! most [`INLINE_EVICTION_MAX_KEYS`] keys; meanwhile the task drops its CPU

@@ -13,9 +13,12 @@
 //! parallel, commands on the same shard take turns on that shard's lock,
 //! and multi-key commands lock their shards in a fixed order.
 //!
-//! Background work (active expiry, eviction ahead of need, the throughput
-//! sampler) and signal handling run on the main thread, beside the
-//! acceptor, off the workers.
+//! Background maintenance (active expiry, eviction ahead of need, the
+//! throughput sampler) runs on a thread of its own at a lower scheduling
+//! priority than the workers: a worker woken by a request preempts it at
+//! once, so requests never wait behind maintenance, while maintenance
+//! still gets all the CPU the workers leave idle. The main thread accepts
+//! connections and handles signals.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -269,9 +272,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
             ))
         })
         .collect();
-    tokio::spawn(sample_throughput(server.clone()));
-    tokio::spawn(expire_keys(server.clone()));
-    tokio::spawn(crate::eviction::evict_ahead(server.clone()));
+    start_maintenance(server.clone())?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -320,15 +321,50 @@ async fn accept_loop(
     }
 }
 
-/// Keys one shard gives up per pass, so a mass expiry is reclaimed in
-/// short lock holds with other work in between.
-const EXPIRE_BATCH_PER_SHARD: usize = 256;
+/// How much lower than the workers' the maintenance thread's scheduling
+/// priority is (a nice value).
+const MAINTENANCE_NICENESS: i32 = 10;
+
+/// Starts the maintenance thread with its own event loop.
+fn start_maintenance(server: Arc<Server>) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("keel-maintenance".into())
+        .spawn(move || {
+            lower_this_threads_priority(MAINTENANCE_NICENESS);
+            runtime.block_on(async {
+                tokio::join!(
+                    sample_throughput(server.clone()),
+                    expire_keys(server.clone()),
+                    crate::eviction::evict_ahead(server),
+                );
+            });
+        })?;
+    Ok(())
+}
+
+/// Raises the calling thread's nice value by `niceness` (Linux applies
+/// `setpriority` to a single thread when given its thread id). Failing to
+/// lower a priority is harmless, so errors are ignored.
+fn lower_this_threads_priority(niceness: i32) {
+    // SAFETY: gettid and setpriority take plain integers and touch no
+    // memory of ours.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, niceness);
+    }
+}
+
+/// Keys one shard gives up per pass: short lock holds, so a request for
+/// that shard waits at most a few tens of microseconds.
+const EXPIRE_BATCH_PER_SHARD: usize = 64;
 
 /// Active expiry: every `expire-tick`, reclaims every key whose deadline
 /// has passed, found through the shards' deadline index (no sampling; see
-/// `keel_store::expiry`). A large batch is taken in bounded steps, yielding
-/// between passes. The time spent is INFO's
-/// `expire_cycle_cpu_milliseconds`.
+/// `keel_store::expiry`). A large batch is taken in bounded passes. The
+/// time spent is INFO's `expire_cycle_cpu_milliseconds`.
 async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);

@@ -24,7 +24,7 @@
 //! in-place change, TTL change, removal, expiry and eviction of a key marks
 //! the clients watching it (one emptiness check when nobody watches).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -106,6 +106,9 @@ pub struct Shard {
     expires: usize,
     expire_sum_ms: u128,
     deadlines: BTreeSet<(u64, u32)>,
+    /// Accounted bytes of keys with a TTL, by deadline second: what INFO's
+    /// stale share reads, one entry per second instead of one per key.
+    deadline_bytes: BTreeMap<u64, usize>,
     reclaimed_expired: u64,
     watchers: hashbrown::HashMap<Box<[u8]>, Vec<WatchFlag>>,
 }
@@ -122,6 +125,7 @@ impl Shard {
             expires: 0,
             expire_sum_ms: 0,
             deadlines: BTreeSet::new(),
+            deadline_bytes: BTreeMap::new(),
             reclaimed_expired: 0,
             watchers: hashbrown::HashMap::new(),
         }
@@ -244,12 +248,13 @@ impl Shard {
         done
     }
 
-    /// Bytes held by keys past their deadline that are still here.
+    /// Bytes held by keys whose deadline second is over and that are still
+    /// here. Read from per-second totals, so it costs one step per second
+    /// of stale deadlines however many keys expired in it.
     pub fn stale_bytes(&self, now_ms: u64) -> usize {
-        self.deadlines
-            .range(..=(now_ms, u32::MAX))
-            .filter_map(|&(_, slot)| self.slot(slot as usize))
-            .map(Shard::entry_bytes)
+        self.deadline_bytes
+            .range(..now_ms / 1000)
+            .map(|(_, bytes)| bytes)
             .sum()
     }
 
@@ -328,7 +333,8 @@ impl Shard {
         if let Some(slot) = self.find(entry.key()) {
             let old = std::mem::replace(self.slot_mut(slot), entry);
             self.forget(slot, &old);
-            self.track_expire(slot, None, deadline);
+            let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
+            self.track_expire(slot, None, deadline, bytes);
             if old.is_expired(now_ms) {
                 self.reclaimed_expired += 1;
                 return None;
@@ -350,7 +356,8 @@ impl Shard {
             ..
         } = self;
         index.insert_unique(hash, slot, |&other| slot_hash(chunks, hasher, other));
-        self.track_expire(slot, None, deadline);
+        let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
+        self.track_expire(slot, None, deadline, bytes);
         None
     }
 
@@ -440,20 +447,32 @@ impl Shard {
     /// totals and the deadline index.
     fn forget(&mut self, slot: u32, entry: &Entry) {
         self.heap_bytes -= entry.heap_bytes();
-        self.track_expire(slot, entry.expire_at_ms(), None);
+        self.track_expire(slot, entry.expire_at_ms(), None, Shard::entry_bytes(entry));
     }
 
     /// The one place TTL bookkeeping changes: count, sum and index.
-    fn track_expire(&mut self, slot: u32, old: Option<u64>, new: Option<u64>) {
+    /// `bytes` is what the entry in `slot` accounts for.
+    fn track_expire(&mut self, slot: u32, old: Option<u64>, new: Option<u64>, bytes: usize) {
         if let Some(at) = old {
             self.expires -= 1;
             self.expire_sum_ms -= at as u128;
             self.deadlines.remove(&(at, slot));
+            self.add_deadline_bytes(at, -(bytes as isize));
         }
         if let Some(at) = new {
             self.expires += 1;
             self.expire_sum_ms += at as u128;
             self.deadlines.insert((at, slot));
+            self.add_deadline_bytes(at, bytes as isize);
+        }
+    }
+
+    fn add_deadline_bytes(&mut self, at: u64, bytes: isize) {
+        let second = at / 1000;
+        let total = self.deadline_bytes.entry(second).or_insert(0);
+        *total = total.wrapping_add_signed(bytes);
+        if *total == 0 {
+            self.deadline_bytes.remove(&second);
         }
     }
 
@@ -537,7 +556,8 @@ impl EntryMut<'_> {
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
         let old = self.entry().expire_at_ms();
         self.shard.touch(self.entry().key());
-        self.shard.track_expire(self.slot, old, at);
+        let bytes = Shard::entry_bytes(self.entry());
+        self.shard.track_expire(self.slot, old, at, bytes);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
     }
 
@@ -552,6 +572,10 @@ impl EntryMut<'_> {
     fn sync_bytes(&mut self) {
         let now = self.entry().heap_bytes();
         self.shard.heap_bytes = self.shard.heap_bytes + now - self.heap_before;
+        if let Some(at) = self.entry().expire_at_ms() {
+            self.shard
+                .add_deadline_bytes(at, now as isize - self.heap_before as isize);
+        }
         self.heap_before = now;
     }
 }
@@ -656,9 +680,30 @@ mod tests {
         let mut freed = Vec::new();
         assert_eq!(shard.reclaim_expired(1_050, 10, |e| freed.push(e)).keys, 10);
         assert_eq!(freed[0].key(), b"k4");
+        let each = Shard::entry_bytes(shard.get_even_expired(b"k14").unwrap());
         assert_eq!(
             shard.stale_bytes(1_050),
-            37 * Shard::entry_bytes(shard.get_even_expired(b"k14").unwrap())
+            0,
+            "deadlines in the current second count once it is over"
+        );
+        assert_eq!(
+            shard.stale_bytes(2_000),
+            86 * each,
+            "k14..k99 expired in second 1"
+        );
+        shard
+            .get_mut(b"k99", 0)
+            .unwrap()
+            .value_mut()
+            .as_str_mut()
+            .unwrap()
+            .make_growable()
+            .extend_from_slice(b"more");
+        let grown = Shard::entry_bytes(shard.get_even_expired(b"k99").unwrap());
+        assert_eq!(
+            shard.stale_bytes(2_000),
+            85 * each + grown,
+            "size changes follow"
         );
         let done = shard.reclaim_expired(1_050, usize::MAX, drop);
         assert_eq!(
