@@ -99,18 +99,16 @@ impl Blocked {
 
 /// Writes the reply of a blocking pop: the key and element (BLPOP, BRPOP)
 /// or the element (BLMOVE), an error, or — for `None`, a timeout — a null
-/// array for BLPOP/BRPOP and a null bulk for BLMOVE, as Redis does.
+/// array, which Redis 7.0 answers for BLMOVE too.
 pub fn write_outcome(w: &mut Writer, pop: &Pop, outcome: Option<Outcome>) {
-    let moves = pop.to.is_some();
     match outcome {
-        Some(Outcome::Popped { element, .. }) if moves => w.bulk(&element),
+        Some(Outcome::Popped { element, .. }) if pop.to.is_some() => w.bulk(&element),
         Some(Outcome::Popped { key, element }) => {
             w.array(2);
             w.bulk(&key);
             w.bulk(&element);
         }
         Some(Outcome::Failed(Error(message))) => w.error(&message),
-        None if moves => w.null(),
         None => w.null_array(),
     }
 }

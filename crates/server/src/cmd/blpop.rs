@@ -4,7 +4,7 @@
 //! Each first tries at once, keys in order, exactly as LPOP/RPOP/LMOVE
 //! would. If every key is missing the client blocks (see
 //! `crate::blocking`); inside a transaction it does not block and answers
-//! as on a timeout, as Redis does.
+//! nil at once, as Redis does.
 
 use bytes::Bytes;
 use keel_store::End;
@@ -76,14 +76,25 @@ fn pop_any(ctx: &mut Ctx, args: &[Bytes], from: End) -> Result<(), Error> {
 /// with Redis's errors and its truncation to whole milliseconds.
 fn deadline(arg: &[u8]) -> Result<Option<tokio::time::Instant>, Error> {
     let seconds = parse_f64(arg).ok_or("ERR timeout is not a float or out of range")?;
-    let ms = (seconds * 1000.0) as i64;
+    // Redis converts with a C cast, which on x86-64 turns anything out of
+    // range (infinity included) into i64::MIN: "negative".
+    let ms = seconds * 1000.0;
+    let ms = if ms.abs() < 9.2e18 {
+        ms as i64
+    } else {
+        i64::MIN
+    };
     if ms < 0 {
         return Err("ERR timeout is negative".into());
     }
     if ms > i64::MAX - crate::server::unix_ms() as i64 {
         return Err("ERR timeout is out of range".into());
     }
-    Ok((ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(ms as u64)))
+    // 0 waits forever, and so does a deadline too far to represent.
+    let wait = std::time::Duration::from_millis(ms as u64);
+    Ok((ms > 0)
+        .then(|| tokio::time::Instant::now().checked_add(wait))
+        .flatten())
 }
 
 /// Pops from the first of `sources` that has an element, or blocks.
@@ -106,7 +117,11 @@ fn block(
         }
     }
     if ctx.client.tx.executing {
-        write_outcome(&mut ctx.w(), &pop, None);
+        // Nil in the shape of the non-blocking form (LMOVE's null bulk).
+        match pop.to {
+            Some(_) => ctx.w().null(),
+            None => ctx.w().null_array(),
+        }
         return Ok(());
     }
     let blocking = &ctx.server.blocking;

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use keel_store::{End, List};
 
 use super::collection::{limits, update, Missing};
-use super::{errors, Ctx, Error, Spec, BASE};
+use super::{Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
     Spec {
@@ -25,27 +25,27 @@ const fn spec(name: &'static str, summary: &'static str, run: super::Handler) ->
 pub const LPOP: Spec = spec(
     "lpop",
     "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
-    |ctx, args| pop(ctx, args, End::Left),
+    |ctx, args| pop(ctx, args, End::Left, "lpop"),
 );
 
 /// RPOP.
 pub const RPOP: Spec = spec(
     "rpop",
     "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
-    |ctx, args| pop(ctx, args, End::Right),
+    |ctx, args| pop(ctx, args, End::Right, "rpop"),
 );
 
 /// Without a count: the element or nil. With one: an array of up to
 /// `count` elements, a null array for a missing key, and (once the type is
 /// checked) an empty array for a count of 0, as Redis answers.
-fn pop(ctx: &mut Ctx, args: &[Bytes], end: End) -> Result<(), Error> {
+fn pop(ctx: &mut Ctx, args: &[Bytes], end: End, name: &str) -> Result<(), Error> {
     let count = match args.len() {
         2 => None,
         3 => match keel_store::parse_canonical_i64(&args[2]) {
             Some(n) if n >= 0 => Some(n as usize),
             _ => return Err("ERR value is out of range, must be positive".into()),
         },
-        _ => return Err(errors::SYNTAX.into()),
+        _ => return Err(super::wrong_arity(name)),
     };
     let limits = limits(ctx);
     let popped = update(ctx, &args[1], Missing::Skip, |list: &mut List| {

@@ -543,7 +543,8 @@ fn unknown_command(args: &[Bytes]) -> Error {
     format!("ERR unknown command '{name}', with args beginning with: {listed}").into()
 }
 
-fn wrong_arity(name: &str) -> Error {
+/// Redis's wrong-arity error for command `name`.
+pub fn wrong_arity(name: &str) -> Error {
     format!("ERR wrong number of arguments for '{name}' command").into()
 }
 
