@@ -17,12 +17,14 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// What the connection must do once the current reply is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterReply {
     /// QUIT, CLIENT KILL of oneself, SHUTDOWN: close the connection.
     Close,
     /// DEBUG SLEEP: pause this connection before its next command.
     Sleep(Duration),
+    /// BLPOP and friends found nothing: wait to be served, time out or
+    /// leave, then reply (see `crate::blocking`).
+    Block(crate::blocking::Blocked),
 }
 
 /// One connection's private state, owned by its task.
@@ -39,6 +41,10 @@ pub struct Client {
     pub after_reply: Option<AfterReply>,
     /// MULTI/EXEC/WATCH state.
     pub tx: Transaction,
+    /// Keys (database, key) that write commands named while clients are
+    /// blocked: their waiters are served once the command (or EXEC)
+    /// completes.
+    pub ready: Vec<(usize, bytes::Bytes)>,
 }
 
 /// A connection's transaction state (see `cmd::multi`).
@@ -48,6 +54,8 @@ pub struct Transaction {
     pub queued: Option<Vec<Vec<bytes::Bytes>>>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub refused: bool,
+    /// True while EXEC runs the queue: blocking commands do not block.
+    pub executing: bool,
     /// Watched keys: database, key, and whether the key was live when
     /// watched (a watched key that expires afterwards fails EXEC).
     pub watched: Vec<(usize, bytes::Bytes, bool)>,
@@ -65,6 +73,7 @@ impl Client {
             authenticated,
             after_reply: None,
             tx: Transaction::default(),
+            ready: Vec::new(),
         }
     }
 }

@@ -428,6 +428,15 @@ pub static DIRECTIVES: &[Directive] = &[
     encoding_threshold!("set-max-intset-entries", set_max_intset_entries),
     encoding_threshold!("set-max-listpack-entries", set_max_listpack_entries),
     encoding_threshold!("set-max-listpack-value", set_max_listpack_value),
+    Directive {
+        name: "list-max-listpack-size",
+        mutable: true,
+        get: |c| c.encodings.list_max_listpack_size.to_string(),
+        set: |c, v| {
+            c.encodings.list_max_listpack_size = int_in(one(v)?, i32::MIN as i64, i32::MAX as i64)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The directive called `name` (case-insensitive).

@@ -10,7 +10,9 @@
 //! Buffers are charged to the client budget (`client_budget.rs`): a read
 //! that would grow them past it waits, which is keel's backpressure.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,7 @@ use keel_resp::{Limits, RequestDecoder, Writer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::blocking::Blocked;
 use crate::client::{AfterReply, Client};
 use crate::client_budget::CONNECTION_OVERHEAD_BYTES;
 use crate::server::{unix_ms, Server};
@@ -110,7 +113,7 @@ impl Connection<'_> {
         tokio::pin!(killed);
         self.recharge();
         loop {
-            let batch = self.execute_buffered().await?;
+            let batch = self.execute_buffered(killed.as_mut()).await?;
             self.flush().await?;
             if matches!(batch, Batch::Close) || handle.is_killed() {
                 return Ok(());
@@ -220,7 +223,10 @@ impl Connection<'_> {
     }
 
     /// Executes every complete request in the read buffer.
-    async fn execute_buffered(&mut self) -> std::io::Result<Batch> {
+    async fn execute_buffered(
+        &mut self,
+        mut killed: Pin<&mut impl Future<Output = ()>>,
+    ) -> std::io::Result<Batch> {
         let max_bulk_len = self.server.hot.proto_max_bulk_len.load(Ordering::Relaxed) as usize;
         loop {
             let limits = Limits {
@@ -245,12 +251,65 @@ impl Connection<'_> {
                 Some(AfterReply::Close) => return Ok(Batch::Close),
                 // The reply waits with the connection, as Redis's does.
                 Some(AfterReply::Sleep(pause)) => tokio::time::sleep(pause).await,
+                Some(AfterReply::Block(blocked)) => {
+                    // Replies before the blocking command go out now.
+                    self.flush().await?;
+                    if !self.wait_blocked(blocked, killed.as_mut()).await? {
+                        return Ok(Batch::Close);
+                    }
+                }
                 None => {}
             }
             if self.write_buf.len() > FLUSH_THRESHOLD {
                 self.flush().await?;
             }
         }
+    }
+
+    /// Waits until the blocked command is served, times out, or the client
+    /// is killed or disconnects (false: close). Data arriving meanwhile is
+    /// kept for after the reply, as Redis does.
+    async fn wait_blocked(
+        &mut self,
+        mut blocked: Blocked,
+        mut killed: Pin<&mut impl Future<Output = ()>>,
+    ) -> std::io::Result<bool> {
+        let blocking = &self.server.blocking;
+        let deadline = blocked.deadline;
+        let timeout = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(timeout);
+        // `None`: timed out; `Some(None)`: leaving; `Some(Some(_))`: served.
+        let ended = loop {
+            tokio::select! {
+                biased;
+                outcome = blocked.served() => break Some(Some(outcome)),
+                _ = &mut killed => break Some(None),
+                _ = &mut timeout => break None,
+                read = self.socket.read_buf(&mut self.read_buf) => {
+                    if !matches!(read, Ok(n) if n > 0) {
+                        break Some(None);
+                    }
+                }
+            }
+        };
+        let outcome = match ended {
+            Some(Some(outcome)) => Some(outcome),
+            Some(None) => {
+                blocking.leave(&mut blocked);
+                return Ok(false);
+            }
+            None => blocking.leave(&mut blocked),
+        };
+        blocked.write_reply(
+            &mut Writer::new(&mut self.write_buf, self.client.protocol),
+            outcome,
+        );
+        Ok(true)
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {

@@ -69,6 +69,8 @@ pub struct Server {
     pub eviction_wake: tokio::sync::Notify,
     /// The budget of all connections' buffers (`maxmemory-clients`).
     pub client_budget: crate::client_budget::ClientBudget,
+    /// Clients blocked on lists (BLPOP and friends).
+    pub blocking: crate::blocking::Blocking,
     shutdown: watch::Sender<bool>,
 }
 
@@ -118,6 +120,7 @@ impl Server {
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
             client_budget: Default::default(),
+            blocking: Default::default(),
             shutdown: watch::channel(false).0,
         };
         server.apply_config();

@@ -5,7 +5,7 @@
 //! [`Value::as_hash`] and friends, which answer `None` for another type, so
 //! the WRONGTYPE decision is made in one place per type.
 
-use crate::types::{Hash, Set};
+use crate::types::{Hash, List, Set};
 
 /// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
 /// the same names so tools written against Redis read keel the same way.
@@ -22,8 +22,12 @@ pub enum Value {
     Str(Str),
     /// A hash of fields to values.
     Hash(Hash),
-    /// A set of distinct members.
-    Set(Set),
+    /// A set of distinct members. Boxed: its three encodings need a tag
+    /// beside two words, which would make every value (strings included)
+    /// a word larger; a set pays one small allocation instead.
+    Set(Box<Set>),
+    /// A list of elements.
+    List(List),
 }
 
 /// A string value in one of its encodings.
@@ -119,7 +123,7 @@ macro_rules! typed_access {
                 #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
                 pub fn $get(&self) -> Option<&$ty> {
                     match self {
-                        Value::$variant(v) => Some(v),
+                        Value::$variant(v) => Some(std::borrow::Borrow::borrow(v)),
                         _ => None,
                     }
                 }
@@ -127,7 +131,7 @@ macro_rules! typed_access {
                 #[doc = concat!("Mutable access to the ", stringify!($variant), " inside.")]
                 pub fn $get_mut(&mut self) -> Option<&mut $ty> {
                     match self {
-                        Value::$variant(v) => Some(v),
+                        Value::$variant(v) => Some(std::borrow::BorrowMut::borrow_mut(v)),
                         _ => None,
                     }
                 }
@@ -140,6 +144,7 @@ typed_access! {
     Str, Str, as_str, as_str_mut;
     Hash, Hash, as_hash, as_hash_mut;
     Set, Set, as_set, as_set_mut;
+    List, List, as_list, as_list_mut;
 }
 
 impl Value {
@@ -149,6 +154,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::List(_) => "list",
         }
     }
 
@@ -158,6 +164,7 @@ impl Value {
             Value::Str(s) => s.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
         }
     }
 
@@ -167,7 +174,8 @@ impl Value {
         match self {
             Value::Str(s) => s.heap_bytes(),
             Value::Hash(h) => h.heap_bytes(),
-            Value::Set(s) => s.heap_bytes(),
+            Value::Set(s) => std::mem::size_of::<Set>() + s.heap_bytes(),
+            Value::List(l) => l.heap_bytes(),
         }
     }
 
@@ -178,6 +186,7 @@ impl Value {
             Value::Str(_) => false,
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
+            Value::List(l) => l.is_empty(),
         }
     }
 }
@@ -230,6 +239,13 @@ mod tests {
         ] {
             assert_eq!(parse_canonical_i64(bad), None, "{bad:?}");
         }
+    }
+
+    /// Every key pays for the value enum in its slot: it must stay at three
+    /// words, so large variants are boxed.
+    #[test]
+    fn value_stays_three_words() {
+        assert_eq!(std::mem::size_of::<Value>(), 24);
     }
 
     #[test]

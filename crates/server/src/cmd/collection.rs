@@ -7,7 +7,7 @@
 //! the lookup, the type check, the hit/miss statistics and the empty-key
 //! rule live here once.
 
-use keel_store::{Hash, Limits, Lookup, Set, Value, WriteShard};
+use keel_store::{Hash, Limits, List, Lookup, Set, Value, WriteShard};
 
 use super::{errors, is, parse_i64, Ctx, Error};
 
@@ -41,7 +41,19 @@ impl Kind for Set {
         value.as_set_mut()
     }
     fn into_value(self) -> Value {
-        Value::Set(self)
+        Value::Set(Box::new(self))
+    }
+}
+
+impl Kind for List {
+    fn of(value: &Value) -> Option<&Self> {
+        value.as_list()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_list_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::List(self)
     }
 }
 

@@ -227,15 +227,10 @@ fn getkeys(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
         return Err("ERR Invalid number of arguments specified for command".into());
     }
-    let (first, last, step) = spec.keys;
-    if first == 0 {
+    if spec.keys.0 == 0 {
         return Err("ERR The command has no key arguments".into());
     }
-    let last = if last < 0 { argc + last } else { last };
-    let keys: Vec<&Bytes> = (first..=last.min(argc - 1))
-        .step_by(step.max(1) as usize)
-        .map(|i| &command[i as usize])
-        .collect();
+    let keys: Vec<&Bytes> = spec.key_args(command).collect();
     let mut w = ctx.w();
     w.array(keys.len());
     keys.iter().for_each(|k| w.bulk(k));

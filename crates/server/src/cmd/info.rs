@@ -149,7 +149,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("connected_clients", server.clients.count().to_string());
             put("cluster_connections", "0".into());
             put("maxclients", "10000".into());
-            put("blocked_clients", "0".into());
+            put("blocked_clients", server.blocking.blocked().to_string());
             put("tracking_clients", "0".into());
             put("clients_in_timeout_table", "0".into());
         }

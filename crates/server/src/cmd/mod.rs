@@ -23,6 +23,7 @@ use crate::server::Server;
 
 mod append;
 mod auth;
+mod blpop;
 mod client;
 mod collection;
 mod command;
@@ -50,6 +51,12 @@ mod incr;
 mod incrbyfloat;
 mod info;
 mod keys;
+pub mod lmove;
+mod lpop;
+mod lpos;
+mod lpush;
+mod lrange;
+mod lset;
 mod memory;
 mod mget;
 mod mset;
@@ -119,6 +126,19 @@ impl Spec {
         self.flags.contains(&flag)
     }
 
+    /// The key arguments of `args` (the command name first), as the
+    /// spec's key positions give them.
+    pub fn key_args<'a>(&self, args: &'a [Bytes]) -> impl Iterator<Item = &'a Bytes> {
+        let (first, last, step) = self.keys;
+        let argc = args.len() as i32;
+        let last = if last < 0 { argc + last } else { last };
+        // No key positions (first = 0): an empty range.
+        let last = if first == 0 { -1 } else { last.min(argc - 1) };
+        (first.max(1)..=last)
+            .step_by(step.max(1) as usize)
+            .map(|i| &args[i as usize])
+    }
+
     fn accepts(&self, argc: usize) -> bool {
         if self.arity >= 0 {
             argc == self.arity as usize
@@ -176,6 +196,9 @@ fn container_help(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 static COMMANDS: &[&Spec] = &[
     &append::SPEC,
     &auth::SPEC,
+    &blpop::BLPOP,
+    &blpop::BRPOP,
+    &blpop::BLMOVE,
     &client::SPEC,
     &command::SPEC,
     &config::SPEC,
@@ -237,6 +260,22 @@ static COMMANDS: &[&Spec] = &[
     &incrbyfloat::SPEC,
     &info::SPEC,
     &keys::SPEC,
+    &lpush::LPUSH,
+    &lpush::RPUSH,
+    &lpush::LPUSHX,
+    &lpush::RPUSHX,
+    &lpop::LPOP,
+    &lpop::RPOP,
+    &lrange::LLEN,
+    &lrange::LRANGE,
+    &lrange::LINDEX,
+    &lset::LSET,
+    &lset::LINSERT,
+    &lset::LREM,
+    &lset::LTRIM,
+    &lpos::SPEC,
+    &lmove::LMOVE,
+    &lmove::RPOPLPUSH,
     &memory::SPEC,
     &mget::SPEC,
     &mset::MSET,
@@ -504,7 +543,8 @@ fn unknown_command(args: &[Bytes]) -> Error {
     format!("ERR unknown command '{name}', with args beginning with: {listed}").into()
 }
 
-fn wrong_arity(name: &str) -> Error {
+/// Redis's wrong-arity error for command `name`.
+pub fn wrong_arity(name: &str) -> Error {
     format!("ERR wrong number of arguments for '{name}' command").into()
 }
 
@@ -572,6 +612,10 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         }
     }
     call(&mut ctx, id, args);
+    if !ctx.client.ready.is_empty() {
+        let ready = std::mem::take(&mut ctx.client.ready);
+        server.blocking.serve(server, ready);
+    }
 }
 
 /// Runs a resolved, admitted command: the handler, its reply and its
@@ -592,6 +636,13 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         }
     };
     server.stats.record_call(id, elapsed, failed);
+    // A write may have made a list appear for blocked clients; they are
+    // served once the top-level command is done (see `crate::blocking`).
+    if spec.has_flag("write") && server.blocking.blocked() > 0 {
+        let db = ctx.client.db;
+        let keys = spec.key_args(args).map(|k| (db, k.clone()));
+        ctx.client.ready.extend(keys);
+    }
 }
 
 /// Refuses a command before it runs; inside MULTI this also dooms the

@@ -173,10 +173,12 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
         return Ok(());
     }
     ctx.w().array(queued.len());
+    ctx.client.tx.executing = true;
     for args in &queued {
         let id = super::resolve(&ctx.server.commands, args).ok();
         super::call(ctx, id.expect("resolved when queued"), args);
     }
+    ctx.client.tx.executing = false;
     drop(all);
     unwatch_all(ctx.server, ctx.client, ctx.now_ms);
     Ok(())

@@ -169,7 +169,11 @@ fn store(ctx: &mut Ctx, args: &[Bytes], op: Op) -> Result<(), Error> {
         combine(op, &sets, &limits, usize::MAX)
     };
     let len = result.len();
-    store_in(locked.shard(destination), destination, Value::Set(result));
+    store_in(
+        locked.shard(destination),
+        destination,
+        Value::Set(Box::new(result)),
+    );
     ctx.w().integer(len as i64);
     Ok(())
 }

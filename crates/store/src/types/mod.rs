@@ -2,21 +2,24 @@
 //!
 //! Each type has a compact encoding for small values ([`Listpack`], and an
 //! integer array for sets of integers) and a full structure for large ones
-//! ([`Table`]), converting one way past thresholds named and defaulted as
-//! Redis's (`hash-max-listpack-entries` and friends). Every type keeps its
+//! ([`Table`] for hashes and sets, a deque for lists), converting past
+//! thresholds named and defaulted as Redis's (`hash-max-listpack-entries`
+//! and friends). Every type keeps its
 //! heap size as a running count, so [`crate::Value::heap_bytes`] is O(1)
 //! and the shard's byte count stays exact after every change.
 
 pub mod hash;
 pub mod intset;
+pub mod list;
 pub mod listpack;
 pub mod set;
 pub mod table;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use hash::Hash;
 pub use intset::IntSet;
+pub use list::{End, List};
 pub use listpack::Listpack;
 pub use set::Set;
 pub use table::Table;
@@ -34,6 +37,9 @@ pub struct Limits {
     pub set_max_listpack_entries: usize,
     /// `set-max-listpack-value`: longest member of a compact set.
     pub set_max_listpack_value: usize,
+    /// `list-max-listpack-size`: bytes (-1..-5 for 4..64 KB) or elements
+    /// (positive) a compact list may hold.
+    pub list_max_listpack_size: i64,
 }
 
 impl Default for Limits {
@@ -45,6 +51,7 @@ impl Default for Limits {
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            list_max_listpack_size: -2,
         }
     }
 }
@@ -53,21 +60,41 @@ impl Default for Limits {
 /// lock by every command that may convert a value.
 #[derive(Debug)]
 pub struct EncodingConfig {
-    values: [AtomicUsize; 5],
+    values: [AtomicI64; FIELDS],
+}
+
+/// Number of thresholds in [`Limits`].
+const FIELDS: usize = 6;
+
+impl Limits {
+    /// The thresholds as one array, in a fixed order, for [`EncodingConfig`].
+    fn to_fields(self) -> [i64; FIELDS] {
+        [
+            self.hash_max_listpack_entries as i64,
+            self.hash_max_listpack_value as i64,
+            self.set_max_intset_entries as i64,
+            self.set_max_listpack_entries as i64,
+            self.set_max_listpack_value as i64,
+            self.list_max_listpack_size,
+        ]
+    }
+
+    fn from_fields(v: [i64; FIELDS]) -> Limits {
+        Limits {
+            hash_max_listpack_entries: v[0] as usize,
+            hash_max_listpack_value: v[1] as usize,
+            set_max_intset_entries: v[2] as usize,
+            set_max_listpack_entries: v[3] as usize,
+            set_max_listpack_value: v[4] as usize,
+            list_max_listpack_size: v[5],
+        }
+    }
 }
 
 impl Default for EncodingConfig {
     fn default() -> Self {
-        let d = Limits::default();
         EncodingConfig {
-            values: [
-                d.hash_max_listpack_entries,
-                d.hash_max_listpack_value,
-                d.set_max_intset_entries,
-                d.set_max_listpack_entries,
-                d.set_max_listpack_value,
-            ]
-            .map(AtomicUsize::new),
+            values: Limits::default().to_fields().map(AtomicI64::new),
         }
     }
 }
@@ -75,28 +102,37 @@ impl Default for EncodingConfig {
 impl EncodingConfig {
     /// The current thresholds.
     pub fn limits(&self) -> Limits {
-        let v = |i: usize| self.values[i].load(Ordering::Relaxed);
-        Limits {
-            hash_max_listpack_entries: v(0),
-            hash_max_listpack_value: v(1),
-            set_max_intset_entries: v(2),
-            set_max_listpack_entries: v(3),
-            set_max_listpack_value: v(4),
-        }
+        Limits::from_fields(std::array::from_fn(|i| {
+            self.values[i].load(Ordering::Relaxed)
+        }))
     }
 
     /// Replaces the thresholds (CONFIG SET); values converted already stay
     /// as they are, as in Redis.
     pub fn set_limits(&self, limits: Limits) {
-        let all = [
-            limits.hash_max_listpack_entries,
-            limits.hash_max_listpack_value,
-            limits.set_max_intset_entries,
-            limits.set_max_listpack_entries,
-            limits.set_max_listpack_value,
-        ];
-        for (slot, value) in self.values.iter().zip(all) {
+        for (slot, value) in self.values.iter().zip(limits.to_fields()) {
             slot.store(value, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_config_round_trips_every_threshold() {
+        let limits = Limits {
+            hash_max_listpack_entries: 1,
+            hash_max_listpack_value: 2,
+            set_max_intset_entries: 3,
+            set_max_listpack_entries: 4,
+            set_max_listpack_value: 5,
+            list_max_listpack_size: -5,
+        };
+        let config = EncodingConfig::default();
+        assert_eq!(config.limits(), Limits::default());
+        config.set_limits(limits);
+        assert_eq!(config.limits(), limits);
     }
 }

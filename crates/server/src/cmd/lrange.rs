@@ -1,0 +1,118 @@
+//! List reads: LLEN, LRANGE and LINDEX.
+
+use keel_store::List;
+
+use super::collection::read;
+use super::{parse_i64, Spec, BASE};
+
+const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags: &["readonly"],
+        keys: (1, 1, 1),
+        acl: &["@read", "@list", "@slow"],
+        group: "list",
+        summary,
+        run,
+        ..BASE
+    }
+}
+
+/// LLEN.
+pub const LLEN: Spec = Spec {
+    flags: &["readonly", "fast"],
+    acl: &["@read", "@list", "@fast"],
+    ..spec("llen", 2, "Returns the length of a list.", |ctx, args| {
+        read(ctx, &args[1], |ctx, list: Option<&List>| {
+            ctx.w().integer(list.map_or(0, List::len) as i64);
+            Ok(())
+        })
+    })
+};
+
+/// LRANGE.
+pub const LRANGE: Spec = Spec {
+    complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
+    ..spec(
+        "lrange",
+        4,
+        "Returns a range of elements from a list.",
+        |ctx, args| {
+            let (start, stop) = (parse_i64(&args[2])?, parse_i64(&args[3])?);
+            read(ctx, &args[1], |ctx, list: Option<&List>| {
+                let range = list.map_or(0..0, |l| range(l.len(), start, stop));
+                let mut w = ctx.w();
+                w.array(range.len());
+                if let Some(list) = list {
+                    list.iter()
+                        .skip(range.start)
+                        .take(range.len())
+                        .for_each(|e| w.bulk(e));
+                }
+                Ok(())
+            })
+        },
+    )
+};
+
+/// LINDEX.
+pub const LINDEX: Spec = Spec {
+    complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
+    ..spec(
+        "lindex",
+        3,
+        "Returns an element from a list by its index.",
+        |ctx, args| {
+            let index = parse_i64(&args[2])?;
+            read(ctx, &args[1], |ctx, list: Option<&List>| {
+                let element = list.and_then(|l| l.get(position(l.len(), index)?));
+                match element {
+                    Some(e) => ctx.w().bulk(e),
+                    None => ctx.w().null(),
+                }
+                Ok(())
+            })
+        },
+    )
+};
+
+/// The element `index` designates (negative counts from the tail), if it
+/// is within a list of `len` elements.
+pub fn position(len: usize, index: i64) -> Option<usize> {
+    let at = if index < 0 { len as i64 + index } else { index };
+    (0..len as i64).contains(&at).then_some(at as usize)
+}
+
+/// The elements `start..=stop` designate in a list of `len` (negatives
+/// count from the tail, out-of-range ends are clamped), as LRANGE and
+/// LTRIM read them; empty when the range is.
+pub fn range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
+    let len = len as i64;
+    let from_tail = |i: i64| if i < 0 { len.saturating_add(i) } else { i };
+    let start = from_tail(start).max(0);
+    let stop = from_tail(stop).min(len - 1);
+    if start > stop {
+        return 0..0;
+    }
+    start as usize..stop as usize + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_clamp_as_redis() {
+        assert_eq!(range(5, 0, -1), 0..5);
+        assert_eq!(range(5, -100, 100), 0..5);
+        assert_eq!(range(5, 3, 1), 0..0);
+        assert_eq!(range(5, 5, 10), 0..0);
+        assert_eq!(range(5, -2, -1), 3..5);
+        assert_eq!(range(0, 0, -1), 0..0);
+        assert_eq!(range(5, i64::MIN, i64::MAX), 0..5);
+        assert_eq!(position(3, -1), Some(2));
+        assert_eq!(position(3, -4), None);
+        assert_eq!(position(3, 3), None);
+    }
+}

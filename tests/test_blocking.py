@@ -1,0 +1,213 @@
+"""Blocking list commands: BLPOP, BRPOP, BLMOVE — timeouts, arrival order,
+wake-ups by any writer (pushes, LMOVE, EXEC), a key emptied before a
+waiter is served, disconnect and CLIENT KILL of a blocked client, and INFO's
+blocked_clients.
+
+No test depends on timing: a waiter is known to be blocked once INFO
+reports it, and timeouts are only checked for the reply they give."""
+
+import threading
+
+import pytest
+
+from support import OK, Err, Status, info
+
+WRONGTYPE = Err("WRONGTYPE Operation against a key holding the wrong kind of value")
+
+
+def blocked_clients(c) -> int:
+    return int(info(c, "clients")["blocked_clients"])
+
+
+def wait_blocked(c, n):
+    """Waits until `n` clients are blocked (a condition, not a duration)."""
+    while blocked_clients(c) != n:
+        pass
+
+
+def test_immediate_pops(c):
+    c.call("RPUSH", "b", "1", "2")
+    assert c.call("BLPOP", "a", "b", "0") == [b"b", b"1"]
+    assert c.call("BRPOP", "a", "b", "0") == [b"b", b"2"]
+    assert c.call("EXISTS", "b") == 0
+    c.call("RPUSH", "s", "x")
+    assert c.call("BLMOVE", "s", "d", "LEFT", "RIGHT", "0") == b"x"
+    assert c.call("LRANGE", "d", "0", "-1") == [b"x"]
+
+
+def test_timeouts_reply_null(c):
+    assert c.call("BLPOP", "a", "b", "0.01") is None
+    assert c.call("BRPOP", "a", "0.01") is None
+    assert c.call("BLMOVE", "a", "d", "LEFT", "LEFT", "0.01") is None
+    c.call("HELLO", "3")
+    assert c.call("BLPOP", "a", "0.01") is None
+
+
+def test_timeout_reply_is_a_null_array_in_resp2(c):
+    """Redis 7.0 times out every blocked list command with a null array,
+    BLMOVE included; inside MULTI, BLMOVE answers a null bulk string."""
+    c.send("BLPOP", "a", "0.01")
+    assert c.read_raw() == b"*-1\r\n"
+    c.send("BLMOVE", "a", "b", "LEFT", "LEFT", "0.01")
+    assert c.read_raw() == b"*-1\r\n"
+    c.call("MULTI")
+    c.call("BLMOVE", "a", "b", "LEFT", "LEFT", "0")
+    c.call("BLPOP", "a", "0")
+    c.send("EXEC")
+    assert c.read_raw() == b"*2\r\n$-1\r\n*-1\r\n"
+
+
+@pytest.mark.parametrize("timeout,error", [
+    ("-1", "ERR timeout is negative"),
+    ("abc", "ERR timeout is not a float or out of range"),
+    ("inf", "ERR timeout is negative"),
+])
+def test_timeout_errors(c, timeout, error):
+    assert c.call("BLPOP", "a", timeout) == Err(error)
+    assert c.call("BLMOVE", "a", "b", "LEFT", "LEFT", timeout) == Err(error)
+
+
+def test_syntax_and_type_errors(c):
+    assert c.call("BLMOVE", "a", "b", "UP", "LEFT", "0") == Err("ERR syntax error")
+    c.call("SET", "str", "v")
+    assert c.call("BLPOP", "missing", "str", "0") == WRONGTYPE
+    c.call("RPUSH", "l", "a")
+    assert c.call("BLMOVE", "l", "str", "LEFT", "LEFT", "0") == WRONGTYPE
+
+
+def test_push_wakes_a_waiter(c, connect):
+    waiter = connect()
+    waiter.send("BLPOP", "q", "0")
+    wait_blocked(c, 1)
+    assert c.call("RPUSH", "q", "a", "b") == 2
+    assert waiter.read() == [b"q", b"a"]
+    assert c.call("LRANGE", "q", "0", "-1") == [b"b"]
+    assert blocked_clients(c) == 0
+
+
+def test_waiters_are_served_in_arrival_order(c, connect):
+    waiters = [connect() for _ in range(5)]
+    for n, w in enumerate(waiters):
+        w.send("BRPOP", "other", "q", "0")
+        wait_blocked(c, n + 1)
+    c.call("LPUSH", "q", *[str(i) for i in range(7)])
+    # LPUSH leaves 6..0; BRPOP takes from the tail: 0 first.
+    assert [w.read() for w in waiters] == [[b"q", str(i).encode()] for i in range(5)]
+    assert c.call("LRANGE", "q", "0", "-1") == [b"6", b"5"]
+
+
+def test_arrival_order_under_concurrent_pushes(c, connect):
+    """Many waiters, many pushers at once: every element is delivered once,
+    and each pusher's elements reach waiters in the order waiters came."""
+    waiters = [connect() for _ in range(20)]
+    for n, w in enumerate(waiters):
+        w.send("BLPOP", "q", "0")
+        wait_blocked(c, n + 1)
+    pushers = [connect() for _ in range(4)]
+
+    def push(conn, p):
+        for i in range(5):
+            conn.call("RPUSH", "q", f"{p}:{i}")
+
+    threads = [threading.Thread(target=push, args=(conn, p)) for p, conn in enumerate(pushers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [w.read()[1].decode() for w in waiters]
+    assert sorted(got) == sorted(f"{p}:{i}" for p in range(4) for i in range(5))
+    # Waiters are served in arrival order, so each pusher's elements, which
+    # it pushed in order, reach earlier waiters first.
+    for p in range(4):
+        mine = [int(e.split(":")[1]) for e in got if e.startswith(f"{p}:")]
+        assert mine == sorted(mine)
+    assert c.call("EXISTS", "q") == 0
+    assert blocked_clients(c) == 0
+
+
+def test_lmove_and_exec_wake_waiters(c, connect):
+    w1, w2 = connect(), connect()
+    w1.send("BLPOP", "dest", "0")
+    wait_blocked(c, 1)
+    c.call("RPUSH", "src", "x")
+    assert c.call("LMOVE", "src", "dest", "LEFT", "LEFT") == b"x"
+    assert w1.read() == [b"dest", b"x"]
+    w2.send("BLPOP", "t", "0")
+    wait_blocked(c, 1)
+    assert c.call("MULTI") == OK
+    c.call("RPUSH", "t", "1", "2")
+    c.call("LLEN", "t")
+    # The waiter is served after the whole transaction, as in Redis.
+    assert c.call("EXEC") == [2, 2]
+    assert w2.read() == [b"t", b"1"]
+    assert c.call("LRANGE", "t", "0", "-1") == [b"2"]
+
+
+def test_blmove_waiter_chains_to_the_next(c, connect):
+    mover, popper = connect(), connect()
+    mover.send("BLMOVE", "a", "b", "RIGHT", "LEFT", "0")
+    wait_blocked(c, 1)
+    popper.send("BLPOP", "b", "0")
+    wait_blocked(c, 2)
+    c.call("RPUSH", "a", "v")
+    assert mover.read() == b"v"
+    assert popper.read() == [b"b", b"v"]
+    assert c.call("EXISTS", "a", "b") == 0
+
+
+def test_a_key_emptied_in_the_same_transaction_wakes_nobody(c, connect):
+    waiter = connect()
+    waiter.send("BLPOP", "q", "0")
+    wait_blocked(c, 1)
+    c.call("MULTI")
+    c.call("RPUSH", "q", "a")
+    c.call("DEL", "q")
+    assert c.call("EXEC") == [1, 1]
+    assert blocked_clients(c) == 1
+    c.call("RPUSH", "q", "b")
+    assert waiter.read() == [b"q", b"b"]
+
+
+def test_a_key_of_another_type_keeps_waiters_blocked(c, connect):
+    waiter = connect()
+    waiter.send("BLPOP", "k", "0")
+    wait_blocked(c, 1)
+    c.call("SET", "k", "string")
+    assert blocked_clients(c) == 1
+    c.call("DEL", "k")
+    c.call("RPUSH", "k", "x")
+    assert waiter.read() == [b"k", b"x"]
+
+
+def test_inside_multi_blocking_commands_do_not_block(c):
+    c.call("MULTI")
+    c.call("BLPOP", "q", "0")
+    c.call("BLMOVE", "q", "d", "LEFT", "LEFT", "0")
+    c.call("RPUSH", "q", "a")
+    c.call("BRPOP", "q", "0")
+    assert c.call("EXEC") == [None, None, 1, [b"q", b"a"]]
+
+
+def test_disconnected_and_killed_waiters_leave(c, connect):
+    gone, killed = connect(), connect()
+    gone.send("BLPOP", "q", "0")
+    killed.send("CLIENT", "ID")
+    killed_id = killed.read()
+    killed.send("BLPOP", "q", "0")
+    wait_blocked(c, 2)
+    gone.close()
+    wait_blocked(c, 1)
+    assert c.call("CLIENT", "KILL", "ID", str(killed_id)) == 1
+    wait_blocked(c, 0)
+    assert killed.is_closed()
+    c.call("RPUSH", "q", "a")
+    assert c.call("LRANGE", "q", "0", "-1") == [b"a"], "nobody took the element"
+
+
+def test_commands_pipelined_after_a_blocking_one_wait_for_it(c, connect):
+    waiter = connect()
+    waiter.send_raw(b"BLPOP q 0\r\nPING\r\n")
+    wait_blocked(c, 1)
+    c.call("RPUSH", "q", "a")
+    assert waiter.read() == [b"q", b"a"]
+    assert waiter.read() == Status("PONG")
