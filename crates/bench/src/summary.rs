@@ -57,6 +57,22 @@ fn median(xs: &[f64]) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
+/// The seconds (indexes) of eviction bursts: at least 3× the median
+/// eviction rate over every second since the first eviction, and at least
+/// 1,000 keys/s. Quiet seconds count in the median, so a run that evicts
+/// only in bursts (median near 0) still shows its bursts, and steady
+/// eviction is not mistaken for one.
+pub fn burst_seconds(evictions_per_second: &[f64]) -> Vec<usize> {
+    let Some(first) = evictions_per_second.iter().position(|&e| e > 0.0) else {
+        return Vec::new();
+    };
+    let baseline = median(&evictions_per_second[first..]).unwrap_or(0.0);
+    let level = (3.0 * baseline).max(1000.0);
+    (first..evictions_per_second.len())
+        .filter(|&i| evictions_per_second[i] >= level)
+        .collect()
+}
+
 /// Memory sawtooth: drops of used memory larger than `threshold` bytes
 /// from the running peak. Returns (number of drops, mean amplitude, mean
 /// period in seconds between drops).
@@ -191,13 +207,11 @@ pub fn summarize(run: &RunOutput) -> Summary {
         .map(|r| server(r, "evicted_keys").unwrap_or(0.0))
         .collect();
     let first_ev = ev.iter().position(|&e| e > 0.0);
-    let nonzero: Vec<f64> = ev.iter().copied().filter(|&e| e > 0.0).collect();
-    let burst_level = median(&nonzero).map(|m| (3.0 * m).max(1000.0));
-    let is_burst = |i: usize| burst_level.is_some_and(|b| ev[i] >= b);
+    let bursts = burst_seconds(&ev);
+    let is_burst = |i: usize| bursts.binary_search(&i).is_ok();
     let before: Vec<usize> = (0..rows.len())
         .filter(|&i| first_ev.is_none_or(|f| i < f))
         .collect();
-    let bursts: Vec<usize> = (0..rows.len()).filter(|&i| is_burst(i)).collect();
     let steady: Vec<usize> = (0..rows.len())
         .filter(|&i| first_ev.is_some_and(|f| i >= f) && !is_burst(i))
         .collect();
@@ -239,7 +253,7 @@ pub fn summarize(run: &RunOutput) -> Summary {
     );
     push(
         "burst_secs",
-        "eviction-burst seconds (≥3× median rate)",
+        "eviction-burst seconds (≥3× median rate since the first)",
         Some(bursts.len() as f64),
         "s",
     );
@@ -477,6 +491,17 @@ mod tests {
             bench_cpu: None,
             backlog: 0,
         }
+    }
+
+    #[test]
+    fn bursts_stand_out_whether_eviction_is_steady_or_only_in_bursts() {
+        // Evictions only in bursts (the storm run that found none before).
+        let bursty = [0., 0., 239_000., 12_000., 0., 0., 0., 0., 150_000., 0., 0.];
+        assert_eq!(burst_seconds(&bursty), vec![2, 3, 8]);
+        // Steady eviction with one spike: only the spike.
+        let steady = [0., 16_000., 15_000., 17_000., 90_000., 16_000., 15_500.];
+        assert_eq!(burst_seconds(&steady), vec![4]);
+        assert!(burst_seconds(&[0., 0., 0.]).is_empty());
     }
 
     #[test]
