@@ -45,6 +45,40 @@ pub struct Client {
     /// blocked: their waiters are served once the command (or EXEC)
     /// completes.
     pub ready: Vec<(usize, bytes::Bytes)>,
+    /// Channels and patterns this connection subscribes to.
+    pub subscriptions: Subscriptions,
+}
+
+/// A connection's pub/sub state.
+#[derive(Default)]
+pub struct Subscriptions {
+    /// SUBSCRIBE channels.
+    pub channels: std::collections::BTreeSet<bytes::Bytes>,
+    /// PSUBSCRIBE patterns.
+    pub patterns: std::collections::BTreeSet<bytes::Bytes>,
+    /// Where publishers send this connection's messages, once it has
+    /// subscribed to something.
+    pub subscriber: Option<crate::pubsub::Subscriber>,
+    /// The receiving end the connection loop waits on.
+    pub inbox: Option<crate::pubsub::Inbox>,
+}
+
+impl Subscriptions {
+    /// Channels plus patterns: the count Redis replies with.
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+
+    /// Leaves every channel and pattern (RESET, disconnect).
+    pub fn leave_all(&mut self, pubsub: &crate::pubsub::PubSub, client: u64) {
+        use crate::pubsub::Kind;
+        for channel in std::mem::take(&mut self.channels) {
+            pubsub.unsubscribe(Kind::Channel, &channel, client);
+        }
+        for pattern in std::mem::take(&mut self.patterns) {
+            pubsub.unsubscribe(Kind::Pattern, &pattern, client);
+        }
+    }
 }
 
 /// A connection's transaction state (see `cmd::multi`).
@@ -74,6 +108,7 @@ impl Client {
             after_reply: None,
             tx: Transaction::default(),
             ready: Vec::new(),
+            subscriptions: Subscriptions::default(),
         }
     }
 }

@@ -41,6 +41,8 @@ pub struct Config {
     pub logfile: String,
     /// Largest single argument a client may send.
     pub proto_max_bulk_len: u64,
+    /// `notify-keyspace-events` flags (see `pubsub::KeyspaceEvents`).
+    pub notify_keyspace_events: u64,
     /// Budget for all connections' buffers.
     pub maxmemory_clients: ClientMemory,
     /// A connection whose unprocessed input exceeds this is closed.
@@ -119,6 +121,7 @@ impl Default for Config {
             proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
             expire_tick_ms: 100,
             maxmemory_clients: ClientMemory::PercentOfMaxmemory(10),
+            notify_keyspace_events: 0,
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit: OutputLimit::default(),
             eviction_high_percent: 99,
@@ -405,6 +408,16 @@ pub static DIRECTIVES: &[Directive] = &[
                     }
                 }
             }
+            Ok(())
+        },
+    },
+    Directive {
+        name: "notify-keyspace-events",
+        mutable: true,
+        get: |c| crate::pubsub::KeyspaceEvents::format(c.notify_keyspace_events),
+        set: |c, v| {
+            c.notify_keyspace_events = crate::pubsub::KeyspaceEvents::parse(one(v)?)
+                .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
             Ok(())
         },
     },

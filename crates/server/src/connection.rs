@@ -93,7 +93,17 @@ impl Drop for Connection<'_> {
         let budget = &self.server.client_budget;
         budget.recharge(self.charged, 0);
         budget.release_token(self.client.handle.id);
+        let id = self.client.handle.id;
+        self.client.subscriptions.leave_all(&self.server.pubsub, id);
     }
+}
+
+/// What the connection loop woke up for.
+enum Woken {
+    /// The socket was read (or the idle timeout passed).
+    Read(Result<std::io::Result<usize>, tokio::time::error::Elapsed>),
+    /// A published message arrived for this subscriber.
+    Message(crate::pubsub::Message),
 }
 
 /// How a batch of requests ended.
@@ -140,7 +150,12 @@ impl Connection<'_> {
                 self.read_buf.reserve(growth);
                 self.recharge();
             }
-            let timeout = self.server.hot.timeout_secs.load(Ordering::Relaxed);
+            // Subscribers wait for messages, not requests: Redis exempts them
+            // from the idle timeout.
+            let timeout = match self.client.subscriptions.count() {
+                0 => self.server.hot.timeout_secs.load(Ordering::Relaxed),
+                _ => 0,
+            };
             let (socket, read_buf) = (&mut self.socket, &mut self.read_buf);
             let read = async {
                 match timeout {
@@ -151,16 +166,29 @@ impl Connection<'_> {
                     }
                 }
             };
-            let n = tokio::select! {
+            let inbox = self.client.subscriptions.inbox.as_mut();
+            let message = async move {
+                match inbox {
+                    Some(inbox) => inbox.next().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let woken = tokio::select! {
                 biased;
                 _ = &mut killed => return Ok(()),
-                r = read => match r {
-                    Ok(r) => r?,
-                    Err(_idle) => {
-                        verbose!("Closing idle client id={}", handle.id);
-                        return Ok(());
-                    }
-                },
+                Some(message) = message => Woken::Message(message),
+                r = read => Woken::Read(r),
+            };
+            let n = match woken {
+                Woken::Message(message) => {
+                    self.deliver(message).await?;
+                    continue;
+                }
+                Woken::Read(Ok(r)) => r?,
+                Woken::Read(Err(_idle)) => {
+                    verbose!("Closing idle client id={}", handle.id);
+                    return Ok(());
+                }
             };
             if n == 0 {
                 return Ok(());
@@ -180,6 +208,55 @@ impl Connection<'_> {
                 return Ok(());
             }
         }
+    }
+
+    /// Writes a published message, and any others already waiting, as
+    /// pushes (`message` / `pmessage`), then sends them. A subscriber that
+    /// has fallen further behind than Redis's pubsub output limit allows is
+    /// disconnected, as Redis does.
+    async fn deliver(&mut self, first: crate::pubsub::Message) -> std::io::Result<()> {
+        let mut next = Some(first);
+        while let Some(message) = next {
+            let mut w = Writer::new(&mut self.write_buf, self.client.protocol);
+            match &message.pattern {
+                Some(pattern) => {
+                    w.push(4);
+                    w.bulk(b"pmessage");
+                    w.bulk(pattern);
+                }
+                None => {
+                    w.push(3);
+                    w.bulk(b"message");
+                }
+            }
+            w.bulk(&message.channel);
+            w.bulk(&message.payload);
+            next = match self.write_buf.len() < FLUSH_THRESHOLD {
+                true => self
+                    .client
+                    .subscriptions
+                    .inbox
+                    .as_mut()
+                    .and_then(|i| i.try_next()),
+                false => None,
+            };
+        }
+        if self
+            .client
+            .subscriptions
+            .inbox
+            .as_ref()
+            .is_some_and(|i| i.over_limit())
+        {
+            let handle = &self.client.handle;
+            warning!(
+                "Client id={} addr={} closed for overcoming of output buffer limits (pubsub).",
+                handle.id,
+                handle.addr
+            );
+            return Err(std::io::Error::other("pubsub output buffer limit reached"));
+        }
+        self.flush().await
     }
 
     /// Brings this connection's charge to the client budget up to date

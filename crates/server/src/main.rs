@@ -13,6 +13,7 @@ mod eviction;
 mod lazyfree;
 mod log;
 mod memory;
+mod pubsub;
 mod server;
 mod stats;
 

@@ -69,6 +69,8 @@ pub struct Server {
     pub eviction_wake: tokio::sync::Notify,
     /// The budget of all connections' buffers (`maxmemory-clients`).
     pub client_budget: crate::client_budget::ClientBudget,
+    /// Channel and pattern subscriptions; keyspace notifications.
+    pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Clients blocked on lists (BLPOP and friends).
     pub blocking: crate::blocking::Blocking,
     shutdown: watch::Sender<bool>,
@@ -120,9 +122,21 @@ impl Server {
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
             client_budget: Default::default(),
+            pubsub: Default::default(),
             blocking: Default::default(),
             shutdown: watch::channel(false).0,
         };
+        let pubsub = server.pubsub.clone();
+        server
+            .store
+            .set_key_event_hook(Box::new(move |event, db, key| {
+                use crate::pubsub::KeyspaceEvents;
+                let (class, name) = match event {
+                    keel_store::KeyEvent::Expired => (KeyspaceEvents::EXPIRED, "expired"),
+                    keel_store::KeyEvent::Evicted => (KeyspaceEvents::EVICTED, "evicted"),
+                };
+                pubsub.notify(class, name, db, key);
+            }));
         server.apply_config();
         server
     }
@@ -153,6 +167,9 @@ impl Server {
         for (hot, value) in settings {
             hot.store(value, Ordering::Relaxed);
         }
+        self.pubsub
+            .notify
+            .store(config.notify_keyspace_events, Ordering::Relaxed);
         let clients = config.maxmemory_clients.bytes(config.maxmemory);
         self.client_budget.set_limit(clients as usize);
         self.store.set_maxmemory(config.maxmemory);

@@ -128,6 +128,31 @@ impl Drop for AllLocked<'_> {
     }
 }
 
+/// A key leaving the store by itself, for keyspace notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyEvent {
+    /// Its TTL ran out.
+    Expired,
+    /// The maxmemory policy chose it.
+    Evicted,
+}
+
+/// What the store calls for each [`KeyEvent`]: event, database, key.
+pub type KeyEventHook = Box<dyn Fn(KeyEvent, usize, &[u8]) + Send + Sync>;
+
+/// Holds the hook; its own type so the store stays `Debug`.
+struct KeyEvents(std::sync::OnceLock<KeyEventHook>);
+
+impl std::fmt::Debug for KeyEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "KeyEvents(hooked)"
+        } else {
+            "KeyEvents"
+        })
+    }
+}
+
 /// Every database of the server.
 #[derive(Debug)]
 pub struct Store {
@@ -137,6 +162,7 @@ pub struct Store {
     maxmemory: AtomicU64,
     evicted_keys: AtomicU64,
     lag: Mutex<LagWindow>,
+    key_events: KeyEvents,
     started: std::time::Instant,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
@@ -162,6 +188,7 @@ impl Store {
             maxmemory: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
+            key_events: KeyEvents(std::sync::OnceLock::new()),
             started: std::time::Instant::now(),
             access: AccessConfig::default(),
             encodings: crate::types::EncodingConfig::default(),
@@ -178,6 +205,7 @@ impl Store {
     pub fn db(&self, index: usize, now_ms: u64) -> Db<'_> {
         Db {
             store: self,
+            index,
             shards: &self.dbs[index],
             now_ms,
         }
@@ -187,6 +215,19 @@ impl Store {
     /// every change, so reading it is one atomic load.
     pub fn dataset_bytes(&self) -> usize {
         self.dataset_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Sets what is called for every expired or evicted key, whichever path
+    /// removes it (the server publishes keyspace notifications from it).
+    /// Only the first hook set is kept.
+    pub fn set_key_event_hook(&self, hook: KeyEventHook) {
+        let _ = self.key_events.0.set(hook);
+    }
+
+    fn emit(&self, event: KeyEvent, db: usize, key: &[u8]) {
+        if let Some(hook) = self.key_events.0.get() {
+            hook(event, db, key);
+        }
     }
 
     /// The dataset budget in bytes; 0 means unlimited.
@@ -286,6 +327,7 @@ impl Store {
         let removed = self.db(db_no, now_ms).write(&key).remove(&key);
         if let Some(entry) = removed {
             self.evicted_keys.fetch_add(1, Ordering::Relaxed);
+            self.emit(KeyEvent::Evicted, db_no, &key);
             free(entry);
         }
         true
@@ -313,11 +355,11 @@ impl Store {
                     continue;
                 }
                 let mut guard = db.guard(shard_no);
-                done.add(
-                    guard
-                        .guard
-                        .reclaim_expired(now_ms, max_per_shard, &mut free),
-                );
+                let reclaimed = guard.guard.reclaim_expired(now_ms, max_per_shard, |entry| {
+                    self.emit(KeyEvent::Expired, db_no, entry.key());
+                    free(entry);
+                });
+                done.add(reclaimed);
                 more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
             }
         }
@@ -383,6 +425,7 @@ impl Store {
 #[derive(Clone, Copy)]
 pub struct Db<'a> {
     store: &'a Store,
+    index: usize,
     shards: &'a [RwLock<Shard>],
     now_ms: u64,
 }
@@ -427,6 +470,7 @@ impl<'a> Db<'a> {
             bytes_before: guard.used_bytes(),
             guard,
             store: self.store,
+            db: self.index,
             now_ms: self.now_ms,
         }
     }
@@ -692,9 +736,13 @@ impl Drop for ReadShard<'_> {
             // large batch is due ahead of it, which active expiry handles.
             const MAX_RECLAIMED_ON_READ: usize = 64;
             let mut shard = self.db.guard(index);
-            let done = shard
-                .guard
-                .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, drop);
+            let (store, db) = (self.db.store, self.db.index);
+            let done =
+                shard
+                    .guard
+                    .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, |entry| {
+                        store.emit(KeyEvent::Expired, db, entry.key())
+                    });
             drop(shard);
             self.db.store.record_lag(self.db.now_ms, done);
         }
@@ -706,6 +754,7 @@ impl Drop for ReadShard<'_> {
 pub struct WriteShard<'a> {
     guard: Held<RwLockWriteGuard<'a, Shard>>,
     store: &'a Store,
+    db: usize,
     now_ms: u64,
     bytes_before: usize,
 }
@@ -795,6 +844,9 @@ impl Vacant<'_, '_> {
 
 impl Drop for WriteShard<'_> {
     fn drop(&mut self) {
+        for key in self.guard.take_expired_by_writers() {
+            self.store.emit(KeyEvent::Expired, self.db, &key);
+        }
         let after = self.guard.used_bytes();
         if after > self.bytes_before {
             self.store
@@ -1127,6 +1179,37 @@ mod tests {
             }
         }
         assert_eq!(store.dataset_bytes(), 0);
+    }
+
+    #[test]
+    fn every_removal_path_reports_its_key_event() {
+        let store = Store::new(1);
+        let events = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        store.set_key_event_hook(Box::new(move |event, db, key| {
+            seen.lock().push((event, db, key.to_vec()))
+        }));
+        for k in ["active", "read", "written"] {
+            store
+                .db(0, 0)
+                .write(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), Some(10));
+        }
+        store.db(0, 0).write(b"kept").insert(b"kept", s("v"), None);
+        let later = store.db(0, 20);
+        assert!(later.read(b"read").get(b"read").is_none());
+        assert!(later.write(b"written").get_mut(b"written").is_none());
+        store.reclaim_expired(20, 100, drop);
+        store.access.set_policy(crate::Policy::AllKeysRandom);
+        assert!(store.evict_one(20, drop));
+        let mut got = events.lock().clone();
+        got.sort();
+        let expired = |k: &str| (KeyEvent::Expired, 0, k.as_bytes().to_vec());
+        assert_eq!(
+            &got[..3],
+            &[expired("active"), expired("read"), expired("written")]
+        );
+        assert_eq!(got[3], (KeyEvent::Evicted, 0, b"kept".to_vec()));
     }
 
     #[test]

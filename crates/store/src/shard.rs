@@ -111,6 +111,9 @@ pub struct Shard {
     deadline_bytes: BTreeMap<u64, usize>,
     reclaimed_expired: u64,
     watchers: hashbrown::HashMap<Box<[u8]>, Vec<WatchFlag>>,
+    /// Keys of expired entries that writers met and removed inline, kept
+    /// until the write guard reports them (keyspace notifications).
+    expired_by_writers: Vec<Box<[u8]>>,
 }
 
 impl Shard {
@@ -128,6 +131,7 @@ impl Shard {
             deadline_bytes: BTreeMap::new(),
             reclaimed_expired: 0,
             watchers: hashbrown::HashMap::new(),
+            expired_by_writers: Vec::new(),
         }
     }
 
@@ -312,8 +316,8 @@ impl Shard {
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<EntryMut<'_>> {
         let slot = self.find(key)?;
         if self.slot_mut(slot).is_expired(now_ms) {
-            self.take_slot(slot);
-            self.reclaimed_expired += 1;
+            let expired = self.take_slot(slot);
+            self.note_expired_by_writer(expired);
             return None;
         }
         let heap_before = self.slot_mut(slot).heap_bytes();
@@ -336,7 +340,7 @@ impl Shard {
             let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
             self.track_expire(slot, None, deadline, bytes);
             if old.is_expired(now_ms) {
-                self.reclaimed_expired += 1;
+                self.note_expired_by_writer(old);
                 return None;
             }
             return Some(old);
@@ -367,10 +371,21 @@ impl Shard {
         let slot = self.find(key)?;
         let entry = self.take_slot(slot);
         if entry.is_expired(now_ms) {
-            self.reclaimed_expired += 1;
+            self.note_expired_by_writer(entry);
             return None;
         }
         Some(entry)
+    }
+
+    fn note_expired_by_writer(&mut self, entry: Entry) {
+        self.reclaimed_expired += 1;
+        self.expired_by_writers.push(entry.into_parts().0);
+    }
+
+    /// Keys of expired entries removed inline by writers since the last
+    /// call.
+    pub fn take_expired_by_writers(&mut self) -> Vec<Box<[u8]>> {
+        std::mem::take(&mut self.expired_by_writers)
     }
 
     /// Adds a chunk of free slots and returns one of them.

@@ -257,8 +257,11 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             );
             put("keyspace_hits", t.keyspace_hits.to_string());
             put("keyspace_misses", t.keyspace_misses.to_string());
-            put("pubsub_channels", "0".into());
-            put("pubsub_patterns", "0".into());
+            put(
+                "pubsub_channels",
+                server.pubsub.active_channels(None).len().to_string(),
+            );
+            put("pubsub_patterns", server.pubsub.pattern_count().to_string());
             put("latest_fork_usec", "0".into());
             put("total_error_replies", t.error_replies.to_string());
         }

@@ -64,6 +64,7 @@ mod multi;
 mod object;
 mod persist;
 mod ping;
+mod publish;
 mod quit;
 mod randomkey;
 mod rename;
@@ -81,6 +82,7 @@ mod spop;
 mod srandmember;
 mod sscan;
 mod strlen;
+mod subscribe;
 mod time;
 mod ttl;
 mod type_;
@@ -288,6 +290,12 @@ static COMMANDS: &[&Spec] = &[
     &object::SPEC,
     &persist::SPEC,
     &ping::SPEC,
+    &publish::PUBLISH,
+    &publish::PUBSUB,
+    &subscribe::SUBSCRIBE,
+    &subscribe::UNSUBSCRIBE,
+    &subscribe::PSUBSCRIBE,
+    &subscribe::PUNSUBSCRIBE,
     &quit::SPEC,
     &randomkey::SPEC,
     &rename::RENAME,
@@ -600,6 +608,17 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     let spec = table.specs[id];
     if !ctx.client.authenticated && !spec.has_flag("no_auth") {
         return reject(&mut ctx, Some(id), errors::NOAUTH.into());
+    }
+    let subscribed = ctx.client.subscriptions.count() > 0;
+    if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
+        let top = spec.name.split('|').next().unwrap_or(spec.name);
+        if !subscribe::ALLOWED_WHILE_SUBSCRIBED.contains(&top) {
+            let refusal = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            );
+            return reject(&mut ctx, Some(id), refusal.into());
+        }
     }
     if spec.has_flag("denyoom") && !server.make_room(now_ms) {
         return reject(&mut ctx, Some(id), errors::OOM.into());

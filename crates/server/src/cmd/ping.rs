@@ -17,10 +17,22 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
-    match args {
-        [_] => ctx.w().simple("PONG"),
-        [_, message] => ctx.w().bulk(message),
-        _ => return Err("ERR wrong number of arguments for 'ping' command".into()),
+    if args.len() > 2 {
+        return Err("ERR wrong number of arguments for 'ping' command".into());
+    }
+    let message = args.get(1);
+    // A RESP2 connection in subscribed mode can only receive arrays, so
+    // Redis answers ["pong", message].
+    if ctx.client.subscriptions.count() > 0 && ctx.client.protocol == keel_resp::Protocol::Resp2 {
+        let mut w = ctx.w();
+        w.array(2);
+        w.bulk(b"pong");
+        w.bulk(message.map_or(&b""[..], |m| &m[..]));
+        return Ok(());
+    }
+    match message {
+        None => ctx.w().simple("PONG"),
+        Some(message) => ctx.w().bulk(message),
     }
     Ok(())
 }

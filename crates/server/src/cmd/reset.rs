@@ -28,6 +28,8 @@ pub const SPEC: Spec = Spec {
 
 fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     ctx.client.tx.queued = None;
+    let id = ctx.client.handle.id;
+    ctx.client.subscriptions.leave_all(&ctx.server.pubsub, id);
     super::unwatch_all(ctx.server, ctx.client, ctx.now_ms);
     let client = &mut *ctx.client;
     client.db = 0;
