@@ -49,8 +49,29 @@ for i in range(keys):
 PY
   local start_ms
   start_ms=$(date +%s%3N)
+  # Beside the load: DBSIZE every 50 ms, to time the reclaim finely.
+  python3 - "$port" "$deadline_ms" "$keys" > "$out-$name-reclaim.txt" <<'PY' &
+import socket, sys, time
+port, deadline, keys = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+s = socket.create_connection(("127.0.0.1", port))
+def dbsize():
+    s.sendall(b"DBSIZE\r\n")
+    return int(s.recv(64)[1:].split(b"\r\n")[0])
+while time.time() * 1000 < deadline - 500:
+    time.sleep(0.05)
+while time.time() * 1000 < deadline + 20000:
+    n = dbsize()
+    if n < keys // 1000 + 100_000:
+        print(f"expired keys gone {int(time.time() * 1000) - deadline} ms after the deadline (DBSIZE {n}, polled every 50 ms)")
+        break
+    time.sleep(0.05)
+else:
+    print("expired keys still present 20 s after the deadline")
+PY
+  local poller=$!
   "$bench" -p "$port" --name "$name" -c 50 --rate "$rate" --mix get=9,set=1 --keyspace 100000 \
     --value 64 --duration 45 --csv "$out-$name.csv" --quiet >/dev/null
+  wait "$poller" || true
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   python3 - "$out-$name.csv" "$start_ms" "$deadline_ms" "$keys" "$name" <<'PY'
 import csv, sys
@@ -74,6 +95,8 @@ if gone:
 else:
     print("expired keys were still present when the run ended\n")
 PY
+  cat "$out-$name-reclaim.txt"
+  echo
 }
 for server in ${SERVERS:-redis keel}; do
   run "$server"
