@@ -5,8 +5,8 @@
 use std::io;
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
-use keel_resp::{decode, Frame, Protocol};
+use bytes::BytesMut;
+use keel_resp::{take_replies, Frame, Protocol};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -171,18 +171,9 @@ impl Client {
             .await
             .map_err(|e| ClientError::Io(io_kind(&e, false), e))?;
         let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            match decode(&self.rbuf) {
-                Ok(Some((frame, used))) => {
-                    self.rbuf.advance(used);
-                    if !matches!(frame, Frame::Push(_)) {
-                        out.push(frame);
-                    }
-                    continue;
-                }
-                Ok(None) => {}
-                Err(e) => return Err(ClientError::Protocol(e.to_string())),
-            }
+        while !take_replies(&mut self.rbuf, n, &mut out)
+            .map_err(|e| ClientError::Protocol(e.to_string()))?
+        {
             self.rbuf.reserve(16 * 1024);
             let read = self
                 .stream

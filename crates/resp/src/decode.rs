@@ -45,6 +45,28 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
     }
 }
 
+/// Moves complete replies from the front of `buf` into `out` until `out`
+/// holds `want` of them, skipping out-of-band pushes (RESP3 `>` frames are
+/// not replies to anything). Returns true once `out` is full; false means
+/// read more into `buf` and call again. This is the decode half of every
+/// pipelining client; the socket half stays with the client.
+pub fn take_replies(
+    buf: &mut bytes::BytesMut,
+    want: usize,
+    out: &mut Vec<Frame>,
+) -> Result<bool, DecodeError> {
+    while out.len() < want {
+        let Some((frame, used)) = decode(buf)? else {
+            return Ok(false);
+        };
+        bytes::Buf::advance(buf, used);
+        if !matches!(frame, Frame::Push(_)) {
+            out.push(frame);
+        }
+    }
+    Ok(true)
+}
+
 type Step<T> = Result<Option<T>, DecodeError>;
 
 fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
@@ -210,6 +232,18 @@ mod tests {
             frame,
             Frame::Array(vec![Frame::Bulk("foo".into()), Frame::Integer(12)])
         );
+    }
+
+    #[test]
+    fn take_replies_skips_pushes_and_waits_for_whole_frames() {
+        let mut buf = bytes::BytesMut::from(&b">2\r\n+a\r\n+b\r\n:1\r\n+OK\r\n$3\r\nab"[..]);
+        let mut out = Vec::new();
+        assert_eq!(take_replies(&mut buf, 3, &mut out), Ok(false));
+        assert_eq!(out, vec![Frame::Integer(1), Frame::Simple("OK".into())]);
+        buf.extend_from_slice(b"c\r\n");
+        assert_eq!(take_replies(&mut buf, 3, &mut out), Ok(true));
+        assert_eq!(out[2], Frame::Bulk("abc".into()));
+        assert!(buf.is_empty());
     }
 
     #[test]

@@ -24,7 +24,7 @@ mod frame;
 mod request;
 mod writer;
 
-pub use decode::{decode, DecodeError, MAX_NESTING};
+pub use decode::{decode, take_replies, DecodeError, MAX_NESTING};
 pub use double::format_double;
 pub use frame::Frame;
 pub use request::{
