@@ -483,7 +483,8 @@ pub fn is(arg: &[u8], option: &str) -> bool {
 /// stable id used for statistics.
 pub struct Table {
     specs: Vec<&'static Spec>,
-    by_name: HashMap<&'static str, usize>,
+    /// By name, with a fast hash: looked up once per command.
+    by_name: HashMap<&'static str, usize, foldhash::fast::RandomState>,
 }
 
 impl Table {
