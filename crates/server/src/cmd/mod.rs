@@ -86,6 +86,9 @@ mod subscribe;
 mod time;
 mod ttl;
 mod type_;
+mod zadd;
+mod zrange;
+mod zscore;
 
 pub use multi::unwatch_all;
 
@@ -251,6 +254,22 @@ static COMMANDS: &[&Spec] = &[
     &sismember::SMISMEMBER,
     &sismember::SCARD,
     &sismember::SMEMBERS,
+    &zadd::ZADD,
+    &zadd::ZINCRBY,
+    &zadd::ZREM,
+    &zscore::ZCARD,
+    &zscore::ZSCORE,
+    &zscore::ZMSCORE,
+    &zscore::ZRANK,
+    &zscore::ZREVRANK,
+    &zrange::ZRANGE,
+    &zrange::ZREVRANGE,
+    &zrange::ZRANGEBYSCORE,
+    &zrange::ZREVRANGEBYSCORE,
+    &zrange::ZRANGEBYLEX,
+    &zrange::ZREVRANGEBYLEX,
+    &zrange::ZCOUNT,
+    &zrange::ZLEXCOUNT,
     &smove::SPEC,
     &spop::SPEC,
     &srandmember::SPEC,

@@ -107,6 +107,9 @@ impl ZSet {
         }
         match self {
             ZSet::Pack(p) => {
+                // Redis's listpack keeps a score as its shortest text,
+                // where -0 reads back as 0; the skiplist keeps the double.
+                let score = if score == 0.0 { 0.0 } else { score };
                 let at = Self::pairs(p)
                     .take_while(|&(m, s)| compare((s, m), (score, member)).is_lt())
                     .count();
