@@ -219,3 +219,52 @@ def test_large_sorted_set_ranks_and_ranges(c):
         c.call("ZREM", "z", m)
     assert c.call("ZRANGE", "z", "0", "-1") == members[1::2]
     assert c.call("ZRANK", "z", members[501]) == 250
+
+
+def test_zpopmin_zpopmax(c):
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d")
+    assert c.call("ZPOPMIN", "z") == [b"a", b"1"]
+    assert c.call("ZPOPMAX", "z", "2") == [b"d", b"4", b"c", b"3"]
+    assert c.call("ZPOPMIN", "z", "0") == []
+    assert c.call("ZPOPMIN", "z", "-1") == Err("ERR value is out of range, must be positive")
+    assert c.call("ZPOPMIN", "z", "x") == Err("ERR value is out of range, must be positive")
+    assert c.call("ZPOPMIN", "z", "10") == [b"b", b"2"]
+    assert c.call("EXISTS", "z") == 0
+    assert c.call("ZPOPMIN", "z") == []
+    assert c.call("ZPOPMAX", "z", "3") == []
+
+
+def test_zpop_replies_in_resp3(c):
+    c.call("HELLO", "3")
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert c.call("ZPOPMIN", "z") == [b"a", Double("1")]
+    assert c.call("ZPOPMAX", "z", "2") == [[b"c", Double("3")], [b"b", Double("2")]]
+
+
+def test_zremrange(c):
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e")
+    assert c.call("ZREMRANGEBYRANK", "z", "-2", "-1") == 2
+    assert c.call("ZREMRANGEBYSCORE", "z", "(1", "2") == 1
+    assert c.call("ZRANGE", "z", "0", "-1") == [b"a", b"c"]
+    assert c.call("ZREMRANGEBYLEX", "z", "-", "+") == 2
+    assert c.call("EXISTS", "z") == 0
+    assert c.call("ZREMRANGEBYRANK", "z", "0", "-1") == 0
+    assert c.call("ZREMRANGEBYRANK", "z", "x", "1") == NOT_INTEGER
+    assert c.call("ZREMRANGEBYSCORE", "z", "x", "1") == BAD_SCORE_RANGE
+    assert c.call("ZREMRANGEBYLEX", "z", "x", "+") == BAD_LEX_RANGE
+
+
+@pytest.mark.parametrize("size", [3, 300])
+def test_zscan_returns_every_member_once(c, size):
+    c.call("ZADD", "z", *[x for i in range(size) for x in (str(i / 4), f"m{i}")])
+    seen = {}
+    cursor = b"0"
+    while True:
+        cursor, items = c.call("ZSCAN", "z", cursor, "COUNT", "50")
+        for member, score in zip(items[::2], items[1::2]):
+            seen[member] = score
+        if cursor == b"0":
+            break
+    assert seen == {f"m{i}".encode(): c.call("ZSCORE", "z", f"m{i}") for i in range(size)}
+    assert c.call("ZSCAN", "z", "0", "MATCH", "m1", "COUNT", "1000") == [b"0", [b"m1", b"0.25"]]
+    assert c.call("ZSCAN", "missing", "0") == [b"0", []]

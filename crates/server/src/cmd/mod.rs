@@ -87,6 +87,7 @@ mod time;
 mod ttl;
 mod type_;
 mod zadd;
+mod zpop;
 mod zrange;
 mod zscore;
 
@@ -270,6 +271,12 @@ static COMMANDS: &[&Spec] = &[
     &zrange::ZREVRANGEBYLEX,
     &zrange::ZCOUNT,
     &zrange::ZLEXCOUNT,
+    &zpop::ZPOPMIN,
+    &zpop::ZPOPMAX,
+    &zpop::ZREMRANGEBYRANK,
+    &zpop::ZREMRANGEBYSCORE,
+    &zpop::ZREMRANGEBYLEX,
+    &sscan::ZSCAN,
     &smove::SPEC,
     &spop::SPEC,
     &srandmember::SPEC,

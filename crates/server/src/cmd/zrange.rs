@@ -28,7 +28,7 @@ enum Bound {
 
 /// A bound and whether it excludes an element equal to it (`(`).
 #[derive(Clone)]
-struct End {
+pub(super) struct End {
     bound: Bound,
     exclusive: bool,
 }
@@ -54,7 +54,7 @@ impl End {
 
     /// A score bound: `1.5`, `(1.5`, `-inf`, `+inf`, as zslParseRange reads
     /// it (strtod: leading spaces and an empty string are 0).
-    fn score(arg: &Bytes) -> Result<End, Error> {
+    pub(super) fn score(arg: &Bytes) -> Result<End, Error> {
         let (exclusive, text) = match arg.strip_prefix(b"(") {
             Some(rest) => (true, rest),
             None => (false, &arg[..]),
@@ -73,7 +73,7 @@ impl End {
     }
 
     /// A lex bound: `[a`, `(a`, `-` or `+`.
-    fn lex(arg: &Bytes) -> Result<End, Error> {
+    pub(super) fn lex(arg: &Bytes) -> Result<End, Error> {
         let (bound, exclusive) = match arg.first() {
             Some(b'-') if arg.len() == 1 => (Bound::Min, false),
             Some(b'+') if arg.len() == 1 => (Bound::Max, false),
@@ -161,7 +161,7 @@ fn apply_limit(ranks: Range<usize>, rev: bool, (offset, count): (i64, i64)) -> R
 
 /// A range's ends, parsed before the key is looked up (a bad bound is an
 /// error even for a missing key, as in Redis).
-enum Window {
+pub(super) enum Window {
     /// Start and stop indexes, negative from the end.
     Index(i64, i64),
     /// Score or lex bounds, low end first.
@@ -169,22 +169,20 @@ enum Window {
 }
 
 impl Window {
-    /// The ascending ranks `request` selects from `zset`.
-    fn ranks(&self, zset: &ZSet, request: &Request) -> Range<usize> {
+    /// The ascending ranks selected from `zset`, REV and LIMIT applied.
+    pub(super) fn ranks(&self, zset: &ZSet, rev: bool, limit: Option<(i64, i64)>) -> Range<usize> {
         match self {
             Window::Index(start, stop) => {
                 let r = super::lrange::range(zset.len(), *start, *stop);
-                if request.rev {
+                if rev {
                     zset.len() - r.end..zset.len() - r.start
                 } else {
                     r
                 }
             }
-            Window::Between(low, high) => apply_limit(
-                low.ranks(high, zset),
-                request.rev,
-                request.limit.unwrap_or((0, -1)),
-            ),
+            Window::Between(low, high) => {
+                apply_limit(low.ranks(high, zset), rev, limit.unwrap_or((0, -1)))
+            }
         }
     }
 }
@@ -204,7 +202,7 @@ fn range(ctx: &mut Ctx, args: &[Bytes], by: Option<By>, rev: Option<bool>) -> Re
     };
     read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
         let mut elements: Vec<_> = zset.map_or(Vec::new(), |z| {
-            let ranks = window.ranks(z, &request);
+            let ranks = window.ranks(z, request.rev, request.limit);
             z.range(ranks.start, ranks.end).collect()
         });
         if request.rev {

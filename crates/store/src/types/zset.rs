@@ -164,6 +164,34 @@ impl ZSet {
         self.remove_scored(member).is_some()
     }
 
+    /// Removes the members with ranks `ranks` (ascending) and returns
+    /// them in order: O(m log n) for m members in a large set.
+    pub fn remove_ranks(&mut self, ranks: std::ops::Range<usize>) -> Vec<(Vec<u8>, f64)> {
+        let removed: Vec<(Vec<u8>, f64)> = self
+            .range(ranks.start, ranks.end)
+            .map(|(m, s)| (m.into_owned(), s))
+            .collect();
+        match self {
+            ZSet::Pack(p) => p.splice(2 * ranks.start, 2 * removed.len(), &[]),
+            ZSet::Tree(_) => removed.iter().for_each(|(m, _)| {
+                self.remove(m);
+            }),
+        }
+        removed
+    }
+
+    /// One ZSCAN step (see [`Table::scan`]); a compact set is returned
+    /// whole with cursor 0, as in Redis.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], f64)) -> u64 {
+        match self {
+            ZSet::Tree(t) => t.scores.scan(cursor, count, |(m, s)| visit(m, *s)),
+            ZSet::Pack(p) => {
+                Self::pairs(p).for_each(|(m, s)| visit(m, s));
+                0
+            }
+        }
+    }
+
     /// Number of members for which `before` holds, given a prefix of the
     /// order (e.g. "score < 5"): where a range by score or lex starts.
     pub fn count_before(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
@@ -225,7 +253,12 @@ mod tests {
             for _ in 0..1_500 {
                 let member = format!("m{}", rng.gen_range(0..120)).into_bytes();
                 let score = f64::from(rng.gen_range(-20..20)) / 2.0;
-                if rng.gen_bool(0.6) {
+                if rng.gen_ratio(1, 50) {
+                    let (a, b) = (rng.gen_range(0..=zset.len()), rng.gen_range(0..=zset.len()));
+                    for (m, s) in zset.remove_ranks(a.min(b)..a.max(b)) {
+                        assert_eq!(model.remove(&m), Some(s));
+                    }
+                } else if rng.gen_bool(0.6) {
                     assert_eq!(
                         zset.insert(&member, score, &limits),
                         model.insert(member, score)
