@@ -268,3 +268,39 @@ def test_zscan_returns_every_member_once(c, size):
     assert seen == {f"m{i}".encode(): c.call("ZSCORE", "z", f"m{i}") for i in range(size)}
     assert c.call("ZSCAN", "z", "0", "MATCH", "m1", "COUNT", "1000") == [b"0", [b"m1", b"0.25"]]
     assert c.call("ZSCAN", "missing", "0") == [b"0", []]
+
+
+def test_zunionstore_zinterstore(c):
+    c.call("ZADD", "a", "1", "x", "2", "y", "inf", "z")
+    c.call("ZADD", "b", "10", "y", "-inf", "z", "5", "w")
+    c.call("SADD", "s", "y", "v")
+    assert c.call("ZUNIONSTORE", "d", "2", "a", "b") == 4
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [
+        b"z", b"0", b"x", b"1", b"w", b"5", b"y", b"12"]
+    assert c.call("ZINTERSTORE", "d", "3", "a", "b", "s", "WEIGHTS", "2", "1", "3") == 1
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"y", b"17"]
+    assert c.call("ZUNIONSTORE", "d", "2", "a", "s", "AGGREGATE", "MAX") == 4
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [
+        b"v", b"1", b"x", b"1", b"y", b"2", b"z", b"inf"]
+    assert c.call("ZINTERSTORE", "d", "2", "a", "b", "AGGREGATE", "min") == 2
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"z", b"-inf", b"y", b"2"]
+    assert c.call("ZUNIONSTORE", "d", "1", "a", "WEIGHTS", "0") == 3
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"x", b"0", b"y", b"0", b"z", b"0"]
+    assert c.call("ZINTERSTORE", "d", "2", "a", "missing") == 0
+    assert c.call("EXISTS", "d") == 0
+
+
+def test_zstore_errors(c):
+    c.call("ZADD", "a", "1", "x")
+    c.call("SET", "str", "v")
+    assert c.call("ZUNIONSTORE", "d", "0", "a") == Err(
+        "ERR at least 1 input key is needed for 'zunionstore' command")
+    assert c.call("ZINTERSTORE", "d", "3", "a", "b") == SYNTAX
+    assert c.call("ZUNIONSTORE", "d", "x", "a") == NOT_INTEGER
+    assert c.call("ZUNIONSTORE", "d", "2", "a", "str", "BOGUS") == WRONGTYPE
+    assert c.call("ZUNIONSTORE", "d", "1", "a", "WEIGHTS", "x") == Err("ERR weight value is not a float")
+    assert c.call("ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1") == SYNTAX
+    assert c.call("ZUNIONSTORE", "d", "1", "a", "AGGREGATE", "avg") == SYNTAX
+    assert c.call("ZUNIONSTORE", "d", "1", "a", "AGGREGATE") == SYNTAX
+    assert c.call("ZUNIONSTORE", "str", "1", "a") == 1
+    assert c.call("TYPE", "str") == Status("zset")

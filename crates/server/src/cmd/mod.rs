@@ -90,6 +90,7 @@ mod zadd;
 mod zpop;
 mod zrange;
 mod zscore;
+mod zstore;
 
 pub use multi::unwatch_all;
 
@@ -277,6 +278,8 @@ static COMMANDS: &[&Spec] = &[
     &zpop::ZREMRANGEBYSCORE,
     &zpop::ZREMRANGEBYLEX,
     &sscan::ZSCAN,
+    &zstore::ZUNIONSTORE,
+    &zstore::ZINTERSTORE,
     &smove::SPEC,
     &spop::SPEC,
     &srandmember::SPEC,
