@@ -304,3 +304,20 @@ def test_zstore_errors(c):
     assert c.call("ZUNIONSTORE", "d", "1", "a", "AGGREGATE") == SYNTAX
     assert c.call("ZUNIONSTORE", "str", "1", "a") == 1
     assert c.call("TYPE", "str") == Status("zset")
+
+
+def test_zrandmember(c):
+    assert c.call("ZRANDMEMBER", "missing") is None
+    assert c.call("ZRANDMEMBER", "missing", "3") == []
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert c.call("ZRANDMEMBER", "z") in (b"a", b"b", b"c")
+    assert sorted(c.call("ZRANDMEMBER", "z", "10")) == [b"a", b"b", b"c"]
+    picks = c.call("ZRANDMEMBER", "z", "-20", "WITHSCORES")
+    assert len(picks) == 40
+    scores = {b"a": b"1", b"b": b"2", b"c": b"3"}
+    assert all(scores[m] == s for m, s in zip(picks[::2], picks[1::2]))
+    assert c.call("ZRANDMEMBER", "z", "0") == []
+    assert c.call("ZRANDMEMBER", "z", "1", "BOGUS") == SYNTAX
+    assert c.call("ZRANDMEMBER", "z", "x") == NOT_INTEGER
+    assert c.call("ZRANDMEMBER", "z", "-9223372036854775807", "WITHSCORES") == Err(
+        "ERR value is out of range")

@@ -88,6 +88,7 @@ mod ttl;
 mod type_;
 mod zadd;
 mod zpop;
+mod zrandmember;
 mod zrange;
 mod zscore;
 mod zstore;
@@ -280,6 +281,7 @@ static COMMANDS: &[&Spec] = &[
     &sscan::ZSCAN,
     &zstore::ZUNIONSTORE,
     &zstore::ZINTERSTORE,
+    &zrandmember::SPEC,
     &smove::SPEC,
     &spop::SPEC,
     &srandmember::SPEC,
