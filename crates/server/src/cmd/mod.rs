@@ -28,6 +28,7 @@ mod client;
 mod collection;
 mod command;
 mod config;
+mod copy;
 mod dbsize;
 mod debug;
 mod del;
@@ -330,6 +331,7 @@ static COMMANDS: &[&Spec] = &[
     &quit::SPEC,
     &randomkey::SPEC,
     &rename::RENAME,
+    &copy::SPEC,
     &rename::RENAMENX,
     &reset::SPEC,
     &scan::SPEC,
