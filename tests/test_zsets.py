@@ -228,6 +228,7 @@ def test_zpopmin_zpopmax(c):
     assert c.call("ZPOPMIN", "z", "0") == []
     assert c.call("ZPOPMIN", "z", "-1") == Err("ERR value is out of range, must be positive")
     assert c.call("ZPOPMIN", "z", "x") == Err("ERR value is out of range, must be positive")
+    assert c.call("ZPOPMIN", "z", "x", "y") == SYNTAX
     assert c.call("ZPOPMIN", "z", "10") == [b"b", b"2"]
     assert c.call("EXISTS", "z") == 0
     assert c.call("ZPOPMIN", "z") == []

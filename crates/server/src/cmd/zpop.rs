@@ -7,10 +7,13 @@ use keel_store::ZSet;
 
 use super::collection::{update, Missing};
 use super::zrange::{End, Window};
-use super::{parse_i64, Ctx, Error, Spec, BASE};
+use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// ZPOPMIN and ZPOPMAX: `max` pops from the high end.
 fn pop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Result<(), Error> {
+    if args.len() > 3 {
+        return Err(errors::SYNTAX.into());
+    }
     let count = match args.get(2) {
         None => None,
         Some(arg) => Some(
