@@ -171,6 +171,8 @@ def test_withscores_pairs_in_resp3(c):
     c.call("ZADD", "z", "1.5", "a", "2", "b")
     assert c.call("ZRANGE", "z", "0", "-1", "WITHSCORES") == [
         [b"a", Double("1.5")], [b"b", Double("2")]]
+    assert c.call("ZREVRANGEBYSCORE", "z", "+inf", "2", "WITHSCORES") == [[b"b", Double("2")]]
+    assert c.call("ZRANDMEMBER", "z", "-1", "WITHSCORES")[0][1] in (Double("1.5"), Double("2"))
     assert c.call("ZSCORE", "z", "a") == Double("1.5")
     assert c.call("ZINCRBY", "z", "1", "a") == Double("2.5")
 
