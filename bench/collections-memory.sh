@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Memory per element of small collections: RSS growth for KEYS hashes of 10
 # fields (HSET h:0000000 field:0 value:0000 ... field:9 value:0009) and for
-# KEYS sets of 10 string members (SADD s:0000000 member:0 ... member:9), on
+# KEYS sets of 10 string members (SADD s:0000000 member:0 ... member:9) and
+# for KEYS sorted sets of 10 (ZADD z:0000000 0 member:0 ... 9 member:9), on
 # redis-server and keel-server started with equal settings and the default
 # compact-encoding thresholds. Prints a Markdown table.
 #
@@ -19,7 +20,7 @@ trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
 common=(--bind 127.0.0.1 --maxmemory 0 --maxmemory-policy noeviction)
 echo "| server | type | keys | encoding | RSS before (KB) | RSS after (KB) | bytes per key | bytes per element | payload per element | overhead per element |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-for kind in hash set; do
+for kind in hash set zset; do
   for server in redis keel; do
     port=$(free_port)
     case $server in
@@ -38,15 +39,19 @@ if kind == "hash":
     head = b"*22\r\n" + bulk(b"HSET")
     body = b"".join(bulk(b"field:%d" % i) + bulk(b"value:%04d" % i) for i in range(10))
     prefix = b"h:"
-else:
+elif kind == "set":
     head = b"*12\r\n" + bulk(b"SADD")
     body = b"".join(bulk(b"member:%d" % i) for i in range(10))
     prefix = b"s:"
+else:
+    head = b"*22\r\n" + bulk(b"ZADD")
+    body = b"".join(bulk(b"%d" % i) + bulk(b"member:%d" % i) for i in range(10))
+    prefix = b"z:"
 for i in range(keys):
     out.write(head + bulk(prefix + b"%07d" % i) + body)
 PY
     [ "$(redis-cli -p "$port" dbsize)" = "$keys" ] || { echo "$server did not store $keys keys" >&2; exit 1; }
-    first=$([ "$kind" = hash ] && echo h:0000000 || echo s:0000000)
+    first=${kind:0:1}:0000000
     encoding=$(redis-cli -p "$port" object encoding "$first")
     sleep 1
     after=$(rss_kb "$pid")
@@ -54,7 +59,7 @@ PY
 keys, before, after, kind = $keys, $before, $after, '$kind'
 per_key = (after - before) * 1024 / keys
 per_element = per_key / 10
-payload = len(b'field:0') + len(b'value:0000') if kind == 'hash' else len(b'member:0')
+payload = len(b'field:0') + len(b'value:0000') if kind == 'hash' else len(b'member:0')  # scores aside
 print(f'| $server | {kind} | {keys} | $encoding | {before} | {after} | {per_key:.1f} | {per_element:.1f} | {payload} | {per_element - payload:.1f} |')"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   done
