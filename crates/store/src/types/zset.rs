@@ -2,8 +2,8 @@
 //! member bytes.
 //!
 //! Two encodings, as in Redis 7.0. A small sorted set is a [`Listpack`] of
-//! alternating members and scores kept in order (the score as its 8 bytes,
-//! so it round-trips exactly); every operation walks it, O(n) for an n that
+//! alternating members and scores kept in order (each score in as few
+//! bytes as keep it exact, see [`encode_score`]); every operation walks it, O(n) for an n that
 //! `zset-max-listpack-entries` and `zset-max-listpack-value` keep small. A
 //! large one is a [`Table`] from member to score (ZSCORE in O(1)) beside a
 //! [`RankTree`] ordered by `(score, member)` (rank and range in O(log n)).
@@ -47,8 +47,34 @@ impl PartialEq for ZSet {
     }
 }
 
+/// A score as a pack stores it. Whole numbers of magnitude below 2^53 (all
+/// exact in a double), the common case (counts, timestamps), are their
+/// zigzag-encoded integer in 0 to 7 little-endian bytes, as Redis's
+/// listpack stores integral scores as integers; any other score is its 8
+/// bytes. The length tells the two apart. -0 becomes 0, as in Redis's
+/// listpack (its skiplist keeps -0).
+fn encode_score(score: f64, buf: &mut [u8; 8]) -> &[u8] {
+    if score.fract() == 0.0 && score.abs() < (1u64 << 53) as f64 {
+        let n = score as i64;
+        let zigzag = ((n << 1) ^ (n >> 63)) as u64;
+        let len = (64 - zigzag.leading_zeros() as usize).div_ceil(8);
+        *buf = zigzag.to_le_bytes();
+        &buf[..len]
+    } else {
+        *buf = score.to_le_bytes();
+        &buf[..]
+    }
+}
+
+/// The score [`encode_score`] stored.
 fn score_of(bytes: &[u8]) -> f64 {
-    f64::from_le_bytes(bytes.try_into().expect("listpack scores are 8 bytes"))
+    let mut buf = [0u8; 8];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    if bytes.len() == 8 {
+        return f64::from_le_bytes(buf);
+    }
+    let zigzag = u64::from_le_bytes(buf);
+    (((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)) as f64
 }
 
 impl ZSet {
@@ -107,13 +133,12 @@ impl ZSet {
         }
         match self {
             ZSet::Pack(p) => {
-                // Redis's listpack keeps a score as its shortest text,
-                // where -0 reads back as 0; the skiplist keeps the double.
-                let score = if score == 0.0 { 0.0 } else { score };
+                let mut buf = [0; 8];
+                let encoded = encode_score(score, &mut buf);
                 let at = Self::pairs(p)
                     .take_while(|&(m, s)| compare((s, m), (score, member)).is_lt())
                     .count();
-                p.splice(2 * at, 0, &[member, &score.to_le_bytes()]);
+                p.splice(2 * at, 0, &[member, encoded]);
             }
             ZSet::Tree(t) => {
                 t.scores.insert((member.into(), score));
@@ -236,6 +261,29 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use std::collections::HashMap;
+
+    #[test]
+    fn pack_scores_round_trip_in_few_bytes() {
+        let mut buf = [0; 8];
+        for (score, len) in [
+            (0.0, 0),
+            (-0.0, 0),
+            (5.0, 1),
+            (-64.0, 1),
+            (1.7e12, 6),
+            (9_007_199_254_740_991.0, 7),
+            (-9_007_199_254_740_991.0, 7),
+            (9_007_199_254_740_992.0, 8),
+            (0.5, 8),
+            (f64::INFINITY, 8),
+            (f64::NEG_INFINITY, 8),
+        ] {
+            let encoded = encode_score(score, &mut buf);
+            assert_eq!(encoded.len(), len, "{score}");
+            assert_eq!(score_of(encoded), if score == 0.0 { 0.0 } else { score });
+        }
+        assert!(score_of(encode_score(-0.0, &mut buf)).is_sign_positive());
+    }
 
     /// Random operations on a sorted set and a map model agree on scores,
     /// ranks, ranges and counts, in both encodings and across conversion.
