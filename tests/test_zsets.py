@@ -1,6 +1,8 @@
 """Sorted-set commands: ZADD (NX/XX/GT/LT/CH/INCR), ZINCRBY, ZREM, ZCARD,
 ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZRANGE (BYSCORE/BYLEX/REV/LIMIT/
-WITHSCORES) and its older forms, ZCOUNT, ZLEXCOUNT; encodings, WRONGTYPE."""
+WITHSCORES) and its older forms, ZCOUNT, ZLEXCOUNT, ZPOPMIN/ZPOPMAX,
+ZREMRANGEBY*, ZSCAN, ZUNIONSTORE/ZINTERSTORE, ZRANDMEMBER; score parsing and
+formatting, encodings and their thresholds, WRONGTYPE."""
 
 import pytest
 
