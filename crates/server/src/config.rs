@@ -441,6 +441,8 @@ pub static DIRECTIVES: &[Directive] = &[
     encoding_threshold!("set-max-intset-entries", set_max_intset_entries),
     encoding_threshold!("set-max-listpack-entries", set_max_listpack_entries),
     encoding_threshold!("set-max-listpack-value", set_max_listpack_value),
+    encoding_threshold!("zset-max-listpack-entries", zset_max_listpack_entries),
+    encoding_threshold!("zset-max-listpack-value", zset_max_listpack_value),
     Directive {
         name: "list-max-listpack-size",
         mutable: true,

@@ -8,7 +8,7 @@
 //! - [`keyspace`]: databases, shards and the locking discipline.
 //! - [`shard`]: one shard's stable-slot table and its accounting.
 //! - [`value`]: the value enum and strings.
-//! - [`types`]: hashes, sets and lists, their compact and full encodings.
+//! - [`types`]: hashes, sets, lists and sorted sets, their compact and full encodings.
 //! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling.
 //! - [`access`]: recency/frequency per key and the maxmemory policies.
 //! - [`pattern`]: Redis glob matching.
@@ -31,5 +31,5 @@ pub use keyspace::{
 };
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};
-pub use types::{EncodingConfig, End, Hash, Limits, List, Set};
+pub use types::{EncodingConfig, End, Hash, Limits, List, Set, ZSet};
 pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};

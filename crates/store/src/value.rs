@@ -5,7 +5,7 @@
 //! [`Value::as_hash`] and friends, which answer `None` for another type, so
 //! the WRONGTYPE decision is made in one place per type.
 
-use crate::types::{Hash, List, Set};
+use crate::types::{Hash, List, Set, ZSet};
 
 /// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
 /// the same names so tools written against Redis read keel the same way.
@@ -28,6 +28,8 @@ pub enum Value {
     Set(Box<Set>),
     /// A list of elements.
     List(List),
+    /// A sorted set. Boxed for the same reason as sets.
+    ZSet(Box<ZSet>),
 }
 
 /// A string value in one of its encodings.
@@ -145,6 +147,7 @@ typed_access! {
     Hash, Hash, as_hash, as_hash_mut;
     Set, Set, as_set, as_set_mut;
     List, List, as_list, as_list_mut;
+    ZSet, ZSet, as_zset, as_zset_mut;
 }
 
 impl Value {
@@ -155,6 +158,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::List(_) => "list",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -165,6 +169,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::List(l) => l.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -176,6 +181,7 @@ impl Value {
             Value::Hash(h) => h.heap_bytes(),
             Value::Set(s) => std::mem::size_of::<Set>() + s.heap_bytes(),
             Value::List(l) => l.heap_bytes(),
+            Value::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
         }
     }
 
@@ -187,6 +193,7 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::List(l) => l.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! the lookup, the type check, the hit/miss statistics and the empty-key
 //! rule live here once.
 
-use keel_store::{Hash, Limits, List, Lookup, Set, Value, WriteShard};
+use keel_store::{Hash, Limits, List, Lookup, Set, Value, WriteShard, ZSet};
 
 use super::{errors, is, parse_i64, Ctx, Error};
 
@@ -54,6 +54,18 @@ impl Kind for List {
     }
     fn into_value(self) -> Value {
         Value::List(self)
+    }
+}
+
+impl Kind for ZSet {
+    fn of(value: &Value) -> Option<&Self> {
+        value.as_zset()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_zset_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::ZSet(Box::new(self))
     }
 }
 

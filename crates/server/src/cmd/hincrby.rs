@@ -41,6 +41,7 @@ pub const HINCRBYFLOAT: Spec = Spec {
     summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
     since: "2.6.0",
     run: |ctx, args| {
+        super::incrbyfloat::check_hash_increment(&args[3])?;
         let limits = limits(ctx);
         let text = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
             let current = hash.get(&args[2]).unwrap_or(b"0");

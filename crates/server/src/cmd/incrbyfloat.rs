@@ -90,15 +90,26 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks HINCRBYFLOAT's increment. Redis does so before it looks the key
+/// up, so a bad increment wins over WRONGTYPE.
+pub fn check_hash_increment(increment: &[u8]) -> Result<(), Error> {
+    hash_increment_operand(increment).map(drop)
+}
+
+/// HINCRBYFLOAT's increment, or its error.
+fn hash_increment_operand(increment: &[u8]) -> Result<Extended, Error> {
+    match parse(increment) {
+        None => Err(errors::NOT_FLOAT.into()),
+        Some(Operand::Infinite) => Err("ERR value is NaN or Infinity".into()),
+        Some(Operand::Finite(by)) => Ok(by),
+    }
+}
+
 /// HINCRBYFLOAT's arithmetic, the same as INCRBYFLOAT's, with the hash
 /// command's errors: an infinite increment is refused up front, a stored
 /// value that does not parse is "not a float".
 pub fn hash_increment(current: &[u8], increment: &[u8]) -> Result<String, Error> {
-    let by = match parse(increment) {
-        None => return Err(errors::NOT_FLOAT.into()),
-        Some(Operand::Infinite) => return Err("ERR value is NaN or Infinity".into()),
-        Some(Operand::Finite(by)) => by,
-    };
+    let by = hash_increment_operand(increment)?;
     match parse(current) {
         None => Err("ERR hash value is not a float".into()),
         Some(Operand::Infinite) => Err(NAN_OR_INFINITY.into()),

@@ -64,9 +64,15 @@ pub const LINDEX: Spec = Spec {
         3,
         "Returns an element from a list by its index.",
         |ctx, args| {
-            let index = parse_i64(&args[2])?;
+            // Redis looks the key up before it parses the index: a missing
+            // key is nil and another type WRONGTYPE whatever the index.
             read(ctx, &args[1], |ctx, list: Option<&List>| {
-                let element = list.and_then(|l| l.get(position(l.len(), index)?));
+                let Some(list) = list else {
+                    ctx.w().null();
+                    return Ok(());
+                };
+                let index = parse_i64(&args[2])?;
+                let element = position(list.len(), index).and_then(|at| list.get(at));
                 match element {
                     Some(e) => ctx.w().bulk(e),
                     None => ctx.w().null(),

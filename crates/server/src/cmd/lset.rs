@@ -29,9 +29,10 @@ pub const LSET: Spec = Spec {
         4,
         "Sets the value of an element in a list by its index.",
         |ctx, args| {
-            let index = parse_i64(&args[2])?;
             let limits = limits(ctx);
+            // As in Redis, the key's type is checked before the index.
             let set = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
+                let index = parse_i64(&args[2])?;
                 let at = position(list.len(), index).ok_or("ERR index out of range")?;
                 list.set(at, &args[3], &limits);
                 Ok(())

@@ -28,6 +28,7 @@ mod client;
 mod collection;
 mod command;
 mod config;
+mod copy;
 mod dbsize;
 mod debug;
 mod del;
@@ -86,6 +87,12 @@ mod subscribe;
 mod time;
 mod ttl;
 mod type_;
+mod zadd;
+mod zpop;
+mod zrandmember;
+mod zrange;
+mod zscore;
+mod zstore;
 
 pub use multi::unwatch_all;
 
@@ -251,6 +258,31 @@ static COMMANDS: &[&Spec] = &[
     &sismember::SMISMEMBER,
     &sismember::SCARD,
     &sismember::SMEMBERS,
+    &zadd::ZADD,
+    &zadd::ZINCRBY,
+    &zadd::ZREM,
+    &zscore::ZCARD,
+    &zscore::ZSCORE,
+    &zscore::ZMSCORE,
+    &zscore::ZRANK,
+    &zscore::ZREVRANK,
+    &zrange::ZRANGE,
+    &zrange::ZREVRANGE,
+    &zrange::ZRANGEBYSCORE,
+    &zrange::ZREVRANGEBYSCORE,
+    &zrange::ZRANGEBYLEX,
+    &zrange::ZREVRANGEBYLEX,
+    &zrange::ZCOUNT,
+    &zrange::ZLEXCOUNT,
+    &zpop::ZPOPMIN,
+    &zpop::ZPOPMAX,
+    &zpop::ZREMRANGEBYRANK,
+    &zpop::ZREMRANGEBYSCORE,
+    &zpop::ZREMRANGEBYLEX,
+    &sscan::ZSCAN,
+    &zstore::ZUNIONSTORE,
+    &zstore::ZINTERSTORE,
+    &zrandmember::SPEC,
     &smove::SPEC,
     &spop::SPEC,
     &srandmember::SPEC,
@@ -299,6 +331,7 @@ static COMMANDS: &[&Spec] = &[
     &quit::SPEC,
     &randomkey::SPEC,
     &rename::RENAME,
+    &copy::SPEC,
     &rename::RENAMENX,
     &reset::SPEC,
     &scan::SPEC,

@@ -1,8 +1,8 @@
-//! HSCAN and SSCAN key cursor [MATCH pattern] [COUNT count] — iterate a
+//! HSCAN, SSCAN and ZSCAN key cursor [MATCH pattern] [COUNT count] — iterate a
 //! collection a few elements at a time, with the same guarantee as SCAN
 //! (see `keel_store::types::table`).
 
-use keel_store::{Hash, Set};
+use keel_store::{Hash, Set, ZSet};
 
 use super::collection::{read, scan_options, write_scan_reply};
 use super::{Spec, BASE};
@@ -68,6 +68,31 @@ pub const SSCAN: Spec = spec(
                 s.scan(cursor, options.count, |m| {
                     if options.matches(m) {
                         found.push(m.to_vec());
+                    }
+                })
+            });
+            Ok((next, found))
+        })?;
+        write_scan_reply(ctx, next, &found);
+        Ok(())
+    },
+);
+
+/// ZSCAN: members and their scores (as text, in RESP3 too, as Redis).
+pub const ZSCAN: Spec = spec(
+    "zscan",
+    "sorted-set",
+    &["@read", "@sortedset", "@slow"],
+    "Iterates over members and scores of a sorted set.",
+    |ctx, args| {
+        let (cursor, options) = scan_options(args)?;
+        let (next, found) = read(ctx, &args[1], |_, zset: Option<&ZSet>| {
+            let mut found = Vec::new();
+            let next = zset.map_or(0, |z| {
+                z.scan(cursor, options.count, |m, s| {
+                    if options.matches(m) {
+                        found.push(m.to_vec());
+                        found.push(keel_resp::format_double(s).into_bytes());
                     }
                 })
             });

@@ -2,7 +2,8 @@
 //!
 //! Each type has a compact encoding for small values ([`Listpack`], and an
 //! integer array for sets of integers) and a full structure for large ones
-//! ([`Table`] for hashes and sets, a deque for lists), converting past
+//! ([`Table`] for hashes and sets, a deque for lists, a table beside a
+//! [`ranktree::RankTree`] for sorted sets), converting past
 //! thresholds named and defaulted as Redis's (`hash-max-listpack-entries`
 //! and friends). Every type keeps its
 //! heap size as a running count, so [`crate::Value::heap_bytes`] is O(1)
@@ -12,8 +13,10 @@ pub mod hash;
 pub mod intset;
 pub mod list;
 pub mod listpack;
+pub mod ranktree;
 pub mod set;
 pub mod table;
+pub mod zset;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -23,6 +26,7 @@ pub use list::{End, List};
 pub use listpack::Listpack;
 pub use set::Set;
 pub use table::Table;
+pub use zset::ZSet;
 
 /// The conversion thresholds, as read for one command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +44,10 @@ pub struct Limits {
     /// `list-max-listpack-size`: bytes (-1..-5 for 4..64 KB) or elements
     /// (positive) a compact list may hold.
     pub list_max_listpack_size: i64,
+    /// `zset-max-listpack-entries`: members a compact sorted set may hold.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`: longest member of a compact sorted set.
+    pub zset_max_listpack_value: usize,
 }
 
 impl Default for Limits {
@@ -52,6 +60,8 @@ impl Default for Limits {
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
             list_max_listpack_size: -2,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
         }
     }
 }
@@ -64,7 +74,7 @@ pub struct EncodingConfig {
 }
 
 /// Number of thresholds in [`Limits`].
-const FIELDS: usize = 6;
+const FIELDS: usize = 8;
 
 impl Limits {
     /// The thresholds as one array, in a fixed order, for [`EncodingConfig`].
@@ -76,6 +86,8 @@ impl Limits {
             self.set_max_listpack_entries as i64,
             self.set_max_listpack_value as i64,
             self.list_max_listpack_size,
+            self.zset_max_listpack_entries as i64,
+            self.zset_max_listpack_value as i64,
         ]
     }
 
@@ -87,6 +99,8 @@ impl Limits {
             set_max_listpack_entries: v[3] as usize,
             set_max_listpack_value: v[4] as usize,
             list_max_listpack_size: v[5],
+            zset_max_listpack_entries: v[6] as usize,
+            zset_max_listpack_value: v[7] as usize,
         }
     }
 }
@@ -129,6 +143,8 @@ mod tests {
             set_max_listpack_entries: 4,
             set_max_listpack_value: 5,
             list_max_listpack_size: -5,
+            zset_max_listpack_entries: 6,
+            zset_max_listpack_value: 7,
         };
         let config = EncodingConfig::default();
         assert_eq!(config.limits(), Limits::default());

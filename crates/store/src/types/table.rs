@@ -48,6 +48,17 @@ impl Member for (Box<[u8]>, Box<[u8]>) {
     }
 }
 
+/// A sorted-set member and its score.
+impl Member for (Box<[u8]>, f64) {
+    fn key(&self) -> &[u8] {
+        &self.0
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Members indexed by their bytes, in stable slots.
 #[derive(Debug, Clone)]
 pub struct Table<T> {

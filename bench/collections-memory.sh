@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Memory per element of small collections: RSS growth for KEYS hashes of 10
+# fields (HSET h:0000000 field:0 value:0000 ... field:9 value:0009) and for
+# KEYS sets of 10 string members (SADD s:0000000 member:0 ... member:9) and
+# for KEYS sorted sets of 10 (ZADD z:0000000 0 member:0 ... 9 member:9), on
+# redis-server and keel-server started with equal settings and the default
+# compact-encoding thresholds. Prints a Markdown table.
+#
+#   bench/collections-memory.sh [KEYS]
+set -euo pipefail
+keys=${1:-1000000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+keel=$root/target/release/keel-server
+[ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; echo "no server on $1" >&2; exit 1; }
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+pid=""
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
+common=(--bind 127.0.0.1 --maxmemory 0 --maxmemory-policy noeviction)
+echo "| server | type | keys | encoding | RSS before (KB) | RSS after (KB) | bytes per key | bytes per element | payload per element | overhead per element |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for kind in hash set zset; do
+  for server in redis keel; do
+    port=$(free_port)
+    case $server in
+      redis) redis-server --port "$port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 & ;;
+      keel) "$keel" --port "$port" "${common[@]}" 2>/dev/null & ;;
+    esac
+    pid=$!
+    wait_port "$port"
+    before=$(rss_kb "$pid")
+    python3 - "$keys" "$kind" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
+import sys
+keys, kind = int(sys.argv[1]), sys.argv[2]
+out = sys.stdout.buffer
+bulk = lambda b: b"$%d\r\n%s\r\n" % (len(b), b)
+if kind == "hash":
+    head = b"*22\r\n" + bulk(b"HSET")
+    body = b"".join(bulk(b"field:%d" % i) + bulk(b"value:%04d" % i) for i in range(10))
+    prefix = b"h:"
+elif kind == "set":
+    head = b"*12\r\n" + bulk(b"SADD")
+    body = b"".join(bulk(b"member:%d" % i) for i in range(10))
+    prefix = b"s:"
+else:
+    head = b"*22\r\n" + bulk(b"ZADD")
+    body = b"".join(bulk(b"%d" % i) + bulk(b"member:%d" % i) for i in range(10))
+    prefix = b"z:"
+for i in range(keys):
+    out.write(head + bulk(prefix + b"%07d" % i) + body)
+PY
+    [ "$(redis-cli -p "$port" dbsize)" = "$keys" ] || { echo "$server did not store $keys keys" >&2; exit 1; }
+    first=${kind:0:1}:0000000
+    encoding=$(redis-cli -p "$port" object encoding "$first")
+    sleep 1
+    after=$(rss_kb "$pid")
+    python3 -c "
+keys, before, after, kind = $keys, $before, $after, '$kind'
+per_key = (after - before) * 1024 / keys
+per_element = per_key / 10
+payload = len(b'field:0') + len(b'value:0000') if kind == 'hash' else len(b'member:0')  # scores aside
+print(f'| $server | {kind} | {keys} | $encoding | {before} | {after} | {per_key:.1f} | {per_element:.1f} | {payload} | {per_element - payload:.1f} |')"
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  done
+done

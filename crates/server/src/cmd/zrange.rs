@@ -1,0 +1,339 @@
+//! Sorted-set range reads: ZRANGE (by index, BYSCORE or BYLEX, REV,
+//! LIMIT, WITHSCORES) and its older forms ZREVRANGE, ZRANGEBYSCORE,
+//! ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX; ZCOUNT and ZLEXCOUNT.
+//!
+//! Every form turns its bounds into a window of ascending ranks (two
+//! O(log n) rank queries for scores and lex bounds), applies REV and LIMIT
+//! to the window, then walks it: O(log n + m) for m elements returned.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use keel_resp::Protocol;
+use keel_store::ZSet;
+
+use super::collection::read;
+use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+
+/// One end of a range by score or by lex.
+#[derive(Clone)]
+enum Bound {
+    /// `-`: before every member.
+    Min,
+    /// `+`: after every member.
+    Max,
+    Score(f64),
+    Lex(Bytes),
+}
+
+/// A bound and whether it excludes an element equal to it (`(`).
+#[derive(Clone)]
+pub(super) struct End {
+    bound: Bound,
+    exclusive: bool,
+}
+
+impl End {
+    /// True if the element `(score, member)` comes before this end, or is
+    /// equal to it and `take_equal` says equal counts as before.
+    fn precedes(&self, score: f64, member: &[u8], take_equal: bool) -> bool {
+        match &self.bound {
+            Bound::Min => false,
+            Bound::Max => true,
+            Bound::Score(s) => score < *s || (score == *s && take_equal),
+            Bound::Lex(m) => member < &m[..] || (member == &m[..] && take_equal),
+        }
+    }
+
+    /// The ascending ranks of the elements from `self` to `upper`.
+    fn ranks(&self, upper: &End, zset: &ZSet) -> Range<usize> {
+        let start = zset.count_before(|s, m| self.precedes(s, m, self.exclusive));
+        let end = zset.count_before(|s, m| upper.precedes(s, m, !upper.exclusive));
+        start..end.max(start)
+    }
+
+    /// A score bound: `1.5`, `(1.5`, `-inf`, `+inf`, as zslParseRange reads
+    /// it (strtod: leading spaces and an empty string are 0).
+    pub(super) fn score(arg: &Bytes) -> Result<End, Error> {
+        let (exclusive, text) = match arg.strip_prefix(b"(") {
+            Some(rest) => (true, rest),
+            None => (false, &arg[..]),
+        };
+        let text = text.trim_ascii_start();
+        let score = if text.is_empty() {
+            Some(0.0)
+        } else {
+            super::parse_f64(text)
+        };
+        let score = score.ok_or("ERR min or max is not a float")?;
+        Ok(End {
+            bound: Bound::Score(score),
+            exclusive,
+        })
+    }
+
+    /// A lex bound: `[a`, `(a`, `-` or `+`.
+    pub(super) fn lex(arg: &Bytes) -> Result<End, Error> {
+        let (bound, exclusive) = match arg.first() {
+            Some(b'-') if arg.len() == 1 => (Bound::Min, false),
+            Some(b'+') if arg.len() == 1 => (Bound::Max, false),
+            Some(b'[') => (Bound::Lex(arg.slice(1..)), false),
+            Some(b'(') => (Bound::Lex(arg.slice(1..)), true),
+            _ => return Err("ERR min or max not valid string range item".into()),
+        };
+        Ok(End { bound, exclusive })
+    }
+}
+
+/// How a range is given.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Index,
+    Score,
+    Lex,
+}
+
+/// A parsed range request.
+struct Request {
+    by: By,
+    rev: bool,
+    withscores: bool,
+    /// LIMIT offset count; count < 0 means all.
+    limit: Option<(i64, i64)>,
+}
+
+/// Parses the options after `key min max` (zrangeGenericCommand):
+/// `by` and `rev` are fixed by the older command forms, and naming them
+/// again is a syntax error.
+fn parse_request(args: &[Bytes], by: Option<By>, rev: Option<bool>) -> Result<Request, Error> {
+    let (mut by, mut rev, mut withscores, mut limit) = (by, rev, false, None);
+    let mut j = 4;
+    while j < args.len() {
+        let arg = &args[j];
+        if is(arg, "withscores") {
+            withscores = true;
+        } else if is(arg, "limit") && j + 2 < args.len() {
+            limit = Some((parse_i64(&args[j + 1])?, parse_i64(&args[j + 2])?));
+            j += 2;
+        } else if rev.is_none() && is(arg, "rev") {
+            rev = Some(true);
+        } else if by.is_none() && is(arg, "bylex") {
+            by = Some(By::Lex);
+        } else if by.is_none() && is(arg, "byscore") {
+            by = Some(By::Score);
+        } else {
+            return Err(errors::SYNTAX.into());
+        }
+        j += 1;
+    }
+    let by = by.unwrap_or(By::Index);
+    if limit.is_some() && by == By::Index {
+        return Err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+                .into(),
+        );
+    }
+    if withscores && by == By::Lex {
+        return Err("ERR syntax error, WITHSCORES not supported in combination with BYLEX".into());
+    }
+    Ok(Request {
+        by,
+        rev: rev.unwrap_or(false),
+        withscores,
+        limit,
+    })
+}
+
+/// The window of ascending ranks a LIMIT keeps from `ranks`, counted from
+/// the high end when `rev`. A negative offset keeps nothing, as in Redis.
+fn apply_limit(ranks: Range<usize>, rev: bool, (offset, count): (i64, i64)) -> Range<usize> {
+    let Ok(offset) = usize::try_from(offset) else {
+        return 0..0;
+    };
+    let offset = offset.min(ranks.len());
+    let take = usize::try_from(count).map_or(ranks.len() - offset, |c| c.min(ranks.len() - offset));
+    if rev {
+        ranks.end - offset - take..ranks.end - offset
+    } else {
+        ranks.start + offset..ranks.start + offset + take
+    }
+}
+
+/// A range's ends, parsed before the key is looked up (a bad bound is an
+/// error even for a missing key, as in Redis).
+pub(super) enum Window {
+    /// Start and stop indexes, negative from the end.
+    Index(i64, i64),
+    /// Score or lex bounds, low end first.
+    Between(End, End),
+}
+
+impl Window {
+    /// The ascending ranks selected from `zset`, REV and LIMIT applied.
+    pub(super) fn ranks(&self, zset: &ZSet, rev: bool, limit: Option<(i64, i64)>) -> Range<usize> {
+        match self {
+            Window::Index(start, stop) => {
+                let r = super::lrange::range(zset.len(), *start, *stop);
+                if rev {
+                    zset.len() - r.end..zset.len() - r.start
+                } else {
+                    r
+                }
+            }
+            Window::Between(low, high) => {
+                apply_limit(low.ranks(high, zset), rev, limit.unwrap_or((0, -1)))
+            }
+        }
+    }
+}
+
+/// Runs a range command: `by`/`rev` preset by the older forms.
+fn range(ctx: &mut Ctx, args: &[Bytes], by: Option<By>, rev: Option<bool>) -> Result<(), Error> {
+    let request = parse_request(args, by, rev)?;
+    // The reversed forms name the high end first.
+    let (low, high) = match request.rev && request.by != By::Index {
+        true => (&args[3], &args[2]),
+        false => (&args[2], &args[3]),
+    };
+    let window = match request.by {
+        By::Index => Window::Index(parse_i64(low)?, parse_i64(high)?),
+        By::Score => Window::Between(End::score(low)?, End::score(high)?),
+        By::Lex => Window::Between(End::lex(low)?, End::lex(high)?),
+    };
+    read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
+        let mut elements: Vec<_> = zset.map_or(Vec::new(), |z| {
+            let ranks = window.ranks(z, request.rev, request.limit);
+            z.range(ranks.start, ranks.end).collect()
+        });
+        if request.rev {
+            elements.reverse();
+        }
+        let mut w = ctx.w();
+        let pairs = request.withscores && w.protocol() == Protocol::Resp3;
+        let flat = if request.withscores && !pairs { 2 } else { 1 };
+        w.array(elements.len() * flat);
+        for (member, score) in &elements {
+            if pairs {
+                w.array(2);
+            }
+            w.bulk(member);
+            if request.withscores {
+                w.double(*score);
+            }
+        }
+        Ok(())
+    })
+}
+
+const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags: &["readonly"],
+        keys: (1, 1, 1),
+        acl: &["@read", "@sortedset", "@slow"],
+        group: "sorted-set",
+        summary,
+        since: "1.2.0",
+        complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+        run,
+        ..BASE
+    }
+}
+
+/// ZRANGE.
+pub const ZRANGE: Spec = spec(
+    "zrange",
+    -4,
+    "Returns members in a sorted set within a range of indexes.",
+    |ctx, args| range(ctx, args, None, None),
+);
+
+/// ZREVRANGE.
+pub const ZREVRANGE: Spec = spec(
+    "zrevrange",
+    -4,
+    "Returns members in a sorted set within a range of indexes in reverse order.",
+    |ctx, args| range(ctx, args, Some(By::Index), Some(true)),
+);
+
+/// ZRANGEBYSCORE.
+pub const ZRANGEBYSCORE: Spec = Spec {
+    since: "1.0.5",
+    ..spec(
+        "zrangebyscore",
+        -4,
+        "Returns members in a sorted set within a range of scores.",
+        |ctx, args| range(ctx, args, Some(By::Score), Some(false)),
+    )
+};
+
+/// ZREVRANGEBYSCORE.
+pub const ZREVRANGEBYSCORE: Spec = Spec {
+    since: "2.2.0",
+    ..spec(
+        "zrevrangebyscore",
+        -4,
+        "Returns members in a sorted set within a range of scores in reverse order.",
+        |ctx, args| range(ctx, args, Some(By::Score), Some(true)),
+    )
+};
+
+/// ZRANGEBYLEX.
+pub const ZRANGEBYLEX: Spec = Spec {
+    since: "2.8.9",
+    ..spec(
+        "zrangebylex",
+        -4,
+        "Returns members in a sorted set within a lexicographical range.",
+        |ctx, args| range(ctx, args, Some(By::Lex), Some(false)),
+    )
+};
+
+/// ZREVRANGEBYLEX.
+pub const ZREVRANGEBYLEX: Spec = Spec {
+    since: "2.8.9",
+    ..spec(
+        "zrevrangebylex",
+        -4,
+        "Returns members in a sorted set within a lexicographical range in reverse order.",
+        |ctx, args| range(ctx, args, Some(By::Lex), Some(true)),
+    )
+};
+
+/// ZCOUNT and ZLEXCOUNT: the size of a score or lex range.
+fn count(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    parse: fn(&Bytes) -> Result<End, Error>,
+) -> Result<(), Error> {
+    let (low, high) = (parse(&args[2])?, parse(&args[3])?);
+    read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
+        ctx.w()
+            .integer(zset.map_or(0, |z| low.ranks(&high, z).len()) as i64);
+        Ok(())
+    })
+}
+
+/// ZCOUNT.
+pub const ZCOUNT: Spec = Spec {
+    flags: &["readonly", "fast"],
+    acl: &["@read", "@sortedset", "@fast"],
+    since: "2.0.0",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    ..spec(
+        "zcount",
+        4,
+        "Returns the count of members in a sorted set that have scores within a range.",
+        |ctx, args| count(ctx, args, End::score),
+    )
+};
+
+/// ZLEXCOUNT.
+pub const ZLEXCOUNT: Spec = Spec {
+    name: "zlexcount",
+    summary: "Returns the number of members in a sorted set within a lexicographical range.",
+    since: "2.8.9",
+    run: |ctx, args| count(ctx, args, End::lex),
+    ..ZCOUNT
+};
