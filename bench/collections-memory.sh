@@ -8,13 +8,12 @@
 #
 #   bench/collections-memory.sh [KEYS]
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 keys=${1:-1000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 keel=$root/target/release/keel-server
 [ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; echo "no server on $1" >&2; exit 1; }
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
 common=(--bind 127.0.0.1 --maxmemory 0 --maxmemory-policy noeviction)

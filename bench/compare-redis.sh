@@ -11,6 +11,8 @@
 # server is stopped by its PID when the script exits, however it exits.
 # Results: bench/results/<scenario>-<timestamp>{.html,-redis.csv,-keel.csv,.txt}
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
@@ -42,10 +44,6 @@ stamp=$(date +%Y%m%d-%H%M%S)
 out=$root/bench/results/$name-$stamp
 mkdir -p "$root/bench/results"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 pids=()
 cleanup() {

@@ -7,11 +7,13 @@ set -euo pipefail
 secs=${1:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/target/release/keel-bench
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+port=$(free_port)
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null 2>&1 &
 rpid=$!
 trap 'kill $rpid 2>/dev/null; wait $rpid 2>/dev/null' EXIT
-for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+wait_port "$port"
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 for round in 1 2; do
   for test in set get; do

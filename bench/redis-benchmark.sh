@@ -9,6 +9,8 @@
 # KEEL_ARGS adds keel-server directives (e.g. KEEL_ARGS="--threads 1").
 # Each row runs: redis-benchmark -t set,get -n REQUESTS -r 100000 -c 50 [-P 16]
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 rounds=${1:-2}
 requests=${2:-1000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,10 +18,8 @@ keel=$root/target/release/keel-server
 [ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
 command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark (apt-get install redis-tools)" >&2; exit 1; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
-wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; echo "server on $1 did not start" >&2; exit 1; }
 
 common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction)
 redis_port=$(free_port)

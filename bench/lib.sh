@@ -1,0 +1,20 @@
+# Helpers shared by the bench/ scripts; source it, don't run it.
+
+# A free TCP port on the loopback interface.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until something listens on loopback port $1; exits the script if
+# nothing does within 5 s.
+wait_port() {
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
+    sleep 0.05
+  done
+  echo "no server listening on port $1" >&2
+  exit 1
+}
+
+# Resident memory of process $1, in KB.
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
