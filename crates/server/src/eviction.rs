@@ -118,6 +118,7 @@ async fn evict_to_low_watermark(server: &Server) {
             return;
         };
         let started = Instant::now();
+        let priority = crate::priority::WorkersPriority::begin();
         let mut evictable = true;
         'slice: while started.elapsed() < SLICE {
             for _ in 0..EVICTIONS_PER_CLOCK_READ {
@@ -130,6 +131,7 @@ async fn evict_to_low_watermark(server: &Server) {
                 }
             }
         }
+        drop(priority);
         let worked = started.elapsed();
         server.stats.count_eviction(worked);
         let used = server.store.dataset_bytes() as u64;

@@ -13,6 +13,7 @@ mod eviction;
 mod lazyfree;
 mod log;
 mod memory;
+mod priority;
 mod pubsub;
 mod server;
 mod stats;
@@ -23,6 +24,13 @@ use tikv_jemallocator::Jemalloc;
 /// and its statistics give INFO's used_memory and RSS figures.
 #[global_allocator]
 static GLOBAL: Jemalloc = Jemalloc;
+
+/// jemalloc's start-up options. `background_thread`: jemalloc's own
+/// threads give freed pages back to the system (as Redis's default
+/// `jemalloc-bg-thread yes`), so after a mass expiry or eviction the purge
+/// never runs inline in a worker's allocation.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: &[u8; 23] = b"background_thread:true\0";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

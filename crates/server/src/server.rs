@@ -15,10 +15,13 @@
 //!
 //! Background maintenance (active expiry, eviction ahead of need, the
 //! throughput sampler) runs on a thread of its own at a lower scheduling
-//! priority than the workers: a worker woken by a request preempts it at
-//! once, so requests never wait behind maintenance, while maintenance
-//! still gets all the CPU the workers leave idle. The main thread accepts
-//! connections and handles signals.
+//! priority than the workers: a worker woken by a request preempts it, so
+//! requests do not queue behind maintenance, while maintenance still gets
+//! the CPU the workers leave idle. For the short stretches in which it
+//! holds shard or allocator locks it works at the workers' priority, so a
+//! worker never waits on a lock held by a preempted low-priority thread
+//! (see `priority.rs`). The main thread accepts connections and handles
+//! signals.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -341,10 +344,6 @@ async fn accept_loop(
     }
 }
 
-/// How much lower than the workers' the maintenance thread's scheduling
-/// priority is (a nice value).
-const MAINTENANCE_NICENESS: i32 = 10;
-
 /// Starts the maintenance thread with its own event loop.
 fn start_maintenance(server: Arc<Server>) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -353,7 +352,7 @@ fn start_maintenance(server: Arc<Server>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("keel-maintenance".into())
         .spawn(move || {
-            lower_this_threads_priority(MAINTENANCE_NICENESS);
+            crate::priority::lower_this_thread();
             runtime.block_on(async {
                 tokio::join!(
                     sample_throughput(server.clone()),
@@ -363,18 +362,6 @@ fn start_maintenance(server: Arc<Server>) -> std::io::Result<()> {
             });
         })?;
     Ok(())
-}
-
-/// Raises the calling thread's nice value by `niceness` (Linux applies
-/// `setpriority` to a single thread when given its thread id). Failing to
-/// lower a priority is harmless, so errors are ignored.
-fn lower_this_threads_priority(niceness: i32) {
-    // SAFETY: gettid and setpriority take plain integers and touch no
-    // memory of ours.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, niceness);
-    }
 }
 
 /// Keys one shard gives up per pass: short lock holds, so a request for
@@ -391,11 +378,13 @@ async fn expire_keys(server: Arc<Server>) {
         tokio::time::sleep(Duration::from_millis(tick)).await;
         loop {
             let started = std::time::Instant::now();
+            let priority = crate::priority::WorkersPriority::begin();
             let (_, more) = server.store.reclaim_expired(
                 unix_ms(),
                 EXPIRE_BATCH_PER_SHARD,
                 crate::lazyfree::free,
             );
+            drop(priority);
             server.stats.count_expire_cycle(started.elapsed());
             if !more {
                 break;
@@ -410,7 +399,9 @@ async fn sample_throughput(server: Arc<Server>) {
     loop {
         tick.tick().await;
         server.stats.sample_ops(unix_ms());
-        // Keeps used_memory_peak current between INFO calls.
+        // Keeps used_memory_peak current between INFO calls. Reading the
+        // allocator's statistics takes its locks, which workers need.
+        let _priority = crate::priority::WorkersPriority::begin();
         crate::memory::sample();
     }
 }

@@ -335,9 +335,9 @@ impl Store {
 
     /// One pass of active expiry over every shard: removes keys whose
     /// deadline has passed, at most `max_per_shard` per shard so no shard
-    /// lock is held for long, handing each to `free`. Shards with nothing
-    /// due cost one read lock. Returns what was removed and whether any
-    /// shard still has keys due (call again).
+    /// lock is held for long, handing each to `free` once its shard is
+    /// released. Shards with nothing due cost one read lock. Returns what
+    /// was removed and whether any shard still has keys due (call again).
     pub fn reclaim_expired(
         &self,
         now_ms: u64,
@@ -345,6 +345,7 @@ impl Store {
         mut free: impl FnMut(Entry),
     ) -> (Reclaimed, bool) {
         let (mut done, mut more) = (Reclaimed::default(), false);
+        let mut unlinked = Vec::with_capacity(max_per_shard.min(1024));
         for db_no in 0..self.dbs.len() {
             let db = self.db(db_no, now_ms);
             for (shard_no, shard) in self.dbs[db_no].iter().enumerate() {
@@ -355,12 +356,17 @@ impl Store {
                     continue;
                 }
                 let mut guard = db.guard(shard_no);
-                let reclaimed = guard.guard.reclaim_expired(now_ms, max_per_shard, |entry| {
+                done.add(
+                    guard
+                        .guard
+                        .reclaim_expired(now_ms, max_per_shard, &mut unlinked),
+                );
+                more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
+                drop(guard);
+                for entry in unlinked.drain(..) {
                     self.emit(KeyEvent::Expired, db_no, entry.key());
                     free(entry);
-                });
-                done.add(reclaimed);
-                more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
+                }
             }
         }
         self.record_lag(now_ms, done);
@@ -735,15 +741,18 @@ impl Drop for ReadShard<'_> {
             // Earliest deadlines first, so the key just met goes unless a
             // large batch is due ahead of it, which active expiry handles.
             const MAX_RECLAIMED_ON_READ: usize = 64;
+            let mut unlinked = Vec::new();
             let mut shard = self.db.guard(index);
-            let (store, db) = (self.db.store, self.db.index);
             let done =
                 shard
                     .guard
-                    .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, |entry| {
-                        store.emit(KeyEvent::Expired, db, entry.key())
-                    });
+                    .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, &mut unlinked);
             drop(shard);
+            for entry in unlinked {
+                self.db
+                    .store
+                    .emit(KeyEvent::Expired, self.db.index, entry.key());
+            }
             self.db.store.record_lag(self.db.now_ms, done);
         }
     }

@@ -229,19 +229,15 @@ impl Shard {
         self.deadlines.first().map(|&(at, _)| at)
     }
 
-    /// Removes up to `max` keys whose deadline is at or before `now_ms`,
-    /// earliest first, handing each to `free`.
-    pub fn reclaim_expired(
-        &mut self,
-        now_ms: u64,
-        max: usize,
-        mut free: impl FnMut(Entry),
-    ) -> Reclaimed {
+    /// Unlinks up to `max` keys whose deadline is at or before `now_ms`,
+    /// earliest first, into `out`. The caller drops them after releasing
+    /// the shard, so freeing their memory never lengthens the lock hold.
+    pub fn reclaim_expired(&mut self, now_ms: u64, max: usize, out: &mut Vec<Entry>) -> Reclaimed {
         let mut done = Reclaimed::default();
         while done.keys < max {
             match self.deadlines.first() {
                 Some(&(at, slot)) if at <= now_ms => {
-                    free(self.take_slot(slot));
+                    out.push(self.take_slot(slot));
                     self.reclaimed_expired += 1;
                     done.keys += 1;
                     done.max_lag_ms = done.max_lag_ms.max(now_ms - at);
@@ -693,7 +689,7 @@ mod tests {
         assert_eq!(shard.deadlines.len(), shard.expires());
         assert_eq!(shard.next_deadline(), Some(1_004));
         let mut freed = Vec::new();
-        assert_eq!(shard.reclaim_expired(1_050, 10, |e| freed.push(e)).keys, 10);
+        assert_eq!(shard.reclaim_expired(1_050, 10, &mut freed).keys, 10);
         assert_eq!(freed[0].key(), b"k4");
         let each = Shard::entry_bytes(shard.get_even_expired(b"k14").unwrap());
         assert_eq!(
@@ -720,7 +716,7 @@ mod tests {
             85 * each + grown,
             "size changes follow"
         );
-        let done = shard.reclaim_expired(1_050, usize::MAX, drop);
+        let done = shard.reclaim_expired(1_050, usize::MAX, &mut Vec::new());
         assert_eq!(
             done,
             Reclaimed {
@@ -732,7 +728,9 @@ mod tests {
         assert_eq!(shard.len(), 100 - 1 - 10 - 37);
         assert_eq!(shard.next_deadline(), Some(1_051));
         assert_eq!(
-            shard.reclaim_expired(u64::MAX, usize::MAX, drop).keys,
+            shard
+                .reclaim_expired(u64::MAX, usize::MAX, &mut Vec::new())
+                .keys,
             50,
             "k51..k99 and k1"
         );
