@@ -184,6 +184,7 @@ def config_set_failed(name, why):
     (("proto-max-bulk-len", "1"), config_set_failed(
         "proto-max-bulk-len", "argument must be between 1048576 and 9223372036854775807 inclusive")),
     (("databases", "4"), config_set_failed("databases", "can't set immutable config")),
+    (("tcp-backlog", "100"), config_set_failed("tcp-backlog", "can't set immutable config")),
     (("maxmemory", "10", "maxmemory", "20"), config_set_failed("maxmemory", "duplicate parameter")),
     (("maxmemory", "1mb", "timeout"), Err("ERR syntax error")),
     (("maxmemory",), Err(ARITY.format("config|set"))),

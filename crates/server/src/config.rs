@@ -35,6 +35,9 @@ pub struct Config {
     pub timeout: u64,
     /// TCP keepalive interval in seconds; 0 off.
     pub tcp_keepalive: u64,
+    /// Length of the listening sockets' queue of connections not yet
+    /// accepted (the kernel caps it at `net.core.somaxconn`).
+    pub tcp_backlog: u32,
     /// Minimum level logged.
     pub loglevel: Level,
     /// Log file; empty logs to stderr.
@@ -66,6 +69,22 @@ pub struct Config {
     /// (`hash-max-listpack-entries` and friends).
     pub encodings: keel_store::Limits,
 }
+
+/// The default `tcp-backlog`. Redis's is 511; keel's is the usual kernel
+/// cap, so that thousands of clients connecting at once (a fleet of
+/// application servers restarting) are queued, not dropped: a dropped
+/// connection attempt is retried by the client's kernel only after a
+/// second.
+pub const DEFAULT_TCP_BACKLOG: u32 = 4096;
+
+/// The default `maxmemory-clients`: finite whatever `maxmemory` is (a
+/// share of an unlimited `maxmemory` would be unlimited too), and enough
+/// for thousands of connections pipelining requests with values of tens
+/// of KB: the eviction-storm scenario (2,000 connections, up to 64
+/// requests in flight each, 32 KB values) peaks at about 51 MB of
+/// buffers, while a budget of 10% of its 256 MB `maxmemory` (25.6 MB)
+/// held reads back from the first second and let requests queue.
+pub const DEFAULT_MAXMEMORY_CLIENTS_BYTES: u64 = 64 << 20;
 
 /// `maxmemory-clients`: a size, or a share of `maxmemory` as Redis 7
 /// allows.
@@ -116,11 +135,12 @@ impl Default for Config {
             lfu_decay_time: 1,
             timeout: 0,
             tcp_keepalive: 300,
+            tcp_backlog: DEFAULT_TCP_BACKLOG,
             loglevel: Level::Notice,
             logfile: String::new(),
             proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
             expire_tick_ms: 100,
-            maxmemory_clients: ClientMemory::PercentOfMaxmemory(10),
+            maxmemory_clients: ClientMemory::Bytes(DEFAULT_MAXMEMORY_CLIENTS_BYTES),
             notify_keyspace_events: 0,
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit: OutputLimit::default(),
@@ -189,6 +209,15 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.port.to_string(),
         set: |c, v| {
             c.port = int_in(one(v)?, 0, 65535)? as u16;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "tcp-backlog",
+        mutable: false,
+        get: |c| c.tcp_backlog.to_string(),
+        set: |c, v| {
+            c.tcp_backlog = int_in(one(v)?, 1, i32::MAX as i64)? as u32;
             Ok(())
         },
     },

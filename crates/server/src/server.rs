@@ -215,7 +215,7 @@ async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
         } else {
             addr.as_str()
         };
-        match TcpListener::bind((host, config.port)).await {
+        match listen(host, config.port, config.tcp_backlog).await {
             Ok(l) => listeners.push(l),
             Err(e) => {
                 warning!(
@@ -230,6 +230,26 @@ async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
         (true, Some(e)) => Err(e),
         _ => Ok(listeners),
     }
+}
+
+/// A listening socket on `host:port` with a queue of `backlog` connections
+/// waiting to be accepted.
+async fn listen(host: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
+    let mut last_error = None;
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "no address to bind")
+    }))
 }
 
 /// A worker thread: its own event loop, fed new connections by the

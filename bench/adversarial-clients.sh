@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Adversarial clients: CONNS connections each pipelining large SETs, far
+# more than keel may buffer, for SECONDS. Checks what the memory engine
+# promises under that load:
+#   - RSS stays within maxmemory + maxmemory-clients + 64 MB;
+#   - no key is evicted (the keys written fit in maxmemory several times
+#     over, so any eviction would be for client buffers);
+#   - replies arrive in order (checker connections pipeline SET/GET pairs
+#     with unique values and verify every GET returns its own SET);
+#   - a fresh connection gets PONG within 10 ms throughout (probed every
+#     100 ms).
+#
+#   bench/adversarial-clients.sh [CONNS] [SECONDS] [OUT_PREFIX]
+#
+# Defaults: 5000 connections, 30 s; keel-server runs with maxmemory 256mb
+# and its default maxmemory-clients (64mb). Writes OUT_PREFIX.csv (the
+# keel-bench timeline) and OUT_PREFIX-probe.csv (time, RSS KB, PING ms).
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+conns=${1:-5000}
+seconds=${2:-30}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${3:-$root/bench/results/adversarial-clients-$(date +%Y%m%d-%H%M%S)}
+bench=$root/target/release/keel-bench
+keel=$root/target/release/keel-server
+for bin in "$bench" "$keel"; do [ -x "$bin" ] || { echo "missing $bin: run cargo build --release" >&2; exit 1; }; done
+ulimit -n $((conns * 2 + 1024))
+
+maxmemory_mb=256
+port=$(free_port)
+"$keel" --port "$port" --bind 127.0.0.1 --maxmemory ${maxmemory_mb}mb --maxmemory-policy allkeys-lru 2>/dev/null &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+wait_port "$port"
+clients_mb=$(( $(redis-cli -p "$port" CONFIG GET maxmemory-clients | tail -1) >> 20 ))
+bound_kb=$(( (maxmemory_mb + clients_mb + 64) * 1024 ))
+
+# Probe and in-order checker, beside the load, until the load ends.
+python3 - "$port" "$pid" "$seconds" "$out-probe.csv" <<'PY' &
+import socket, sys, time, threading
+port, pid, seconds, path = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+end = time.time() + seconds + 2
+def rss_kb():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+def read_reply(f):
+    line = f.readline()
+    if line[:1] == b"$":
+        n = int(line[1:])
+        return None if n < 0 else f.read(n + 2)[:-2]
+    return line.rstrip(b"\r\n")
+order_errors, checked = [0], [0]
+def checker(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rb")
+    i = 0
+    while time.time() < end:
+        batch = []
+        for _ in range(50):
+            i += 1
+            v = b"%d-%d-" % (n, i) + b"x" * 4000
+            key = b"order:%d" % n
+            batch.append(v)
+            s.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n"
+                      % (len(key), key, len(v), v, len(key), key))
+        for v in batch:
+            ok, got = read_reply(f), read_reply(f)
+            checked[0] += 1
+            if ok != b"+OK" or got != v:
+                order_errors[0] += 1
+threads = [threading.Thread(target=checker, args=(n,), daemon=True) for n in range(4)]
+for t in threads:
+    t.start()
+with open(path, "w") as out:
+    out.write("t,rss_kb,ping_ms\n")
+    start = time.time()
+    worst_ping, worst_rss = 0.0, 0
+    while time.time() < end:
+        t0 = time.perf_counter()
+        p = socket.create_connection(("127.0.0.1", port))
+        p.sendall(b"PING\r\n")
+        reply = p.recv(16)
+        ping_ms = (time.perf_counter() - t0) * 1000
+        p.close()
+        assert reply == b"+PONG\r\n", reply
+        rss = rss_kb()
+        worst_ping, worst_rss = max(worst_ping, ping_ms), max(worst_rss, rss)
+        out.write(f"{time.time() - start:.1f},{rss},{ping_ms:.3f}\n")
+        time.sleep(0.1)
+for t in threads:
+    t.join(timeout=5)
+print(f"fresh-connection PING: worst {worst_ping:.2f} ms")
+print(f"peak RSS: {worst_rss} KB")
+print(f"in-order checker: {checked[0]} SET/GET pairs, {order_errors[0]} out of order or wrong")
+PY
+probe=$!
+"$bench" -p "$port" --name keel -c "$conns" -P 16 --mix set=1 --keyspace 5000 --value 16384 \
+  --duration "$seconds" --timeout 60 --csv "$out.csv" --quiet | grep -E "throughput|errors|latency p99 |latency max"
+wait "$probe"
+info=$(redis-cli -p "$port" INFO)
+field() { echo "$info" | tr -d '\r' | awk -F: -v k="$1" '$1 == k {print $2}'; }
+echo "evicted_keys: $(field evicted_keys)"
+echo "evicted_clients: $(field evicted_clients)"
+echo "backpressure_events: $(field backpressure_events)"
+echo "used_memory_dataset: $(field used_memory_dataset) (maxmemory $((maxmemory_mb << 20)))"
+echo "RSS bound (maxmemory + maxmemory-clients + 64 MB): $bound_kb KB"
