@@ -2,7 +2,9 @@
 SHUTDOWN) and start-up behaviour (directives, config file, signals)."""
 
 import fnmatch
+import random
 import re
+import threading
 import time
 
 import pytest
@@ -573,6 +575,47 @@ def test_maxmemory_allkeys_eviction(start_server, policy):
     with fill_past_limit(start_server, policy) as conn:
         assert conn.call("DBSIZE") < 1000
         assert int(info(conn, "stats")["evicted_keys"]) > 0
+
+
+@pytest.mark.keel_differs(reason="maxmemory bounds the dataset in keel after every write; Redis "
+                                 "bounds used_memory, buffers included, and may pass it between writes")
+def test_dataset_never_exceeds_maxmemory_under_a_concurrent_write_storm(start_server):
+    limit = 4 * 1024 * 1024
+    srv = start_server({"maxmemory": str(limit), "maxmemory-policy": "allkeys-lru"})
+    done = threading.Event()
+    seen = []
+
+    def dataset(conn):
+        return int(info(conn, "memory")["used_memory_dataset"])
+
+    def watch():
+        with srv.conn() as conn:
+            peak = 0
+            while not done.is_set():
+                peak = max(peak, dataset(conn))
+            seen.append(peak)
+
+    def write(n):
+        rng = random.Random(n)
+        with srv.conn() as conn:
+            for _ in range(40):
+                batch = [("SET", f"w{n}:{rng.randrange(2000)}", b"v" * rng.randrange(100, 30_000))
+                         for _ in range(25)]
+                assert set(conn.pipeline(batch)) == {OK}
+                seen.append(dataset(conn))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    watcher.join()
+    with srv.conn() as conn:
+        assert int(info(conn, "stats")["evicted_keys"]) > 0, "the writes reached the limit"
+    assert max(seen) <= limit
 
 
 @pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu"])

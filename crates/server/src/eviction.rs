@@ -15,10 +15,14 @@
 //! `maxmemory-eviction-cpu-percent` of a core (25% by default). It runs on
 //! the low-priority maintenance thread, beside active expiry, never on a
 //! worker. Writes below the hard limit never evict. Only when writes
-//! outrun the task and reach `maxmemory` does a write evict, and then at
-//! most [`INLINE_EVICTION_MAX_KEYS`] keys; meanwhile the task drops its CPU
-//! cap until the dataset is back under the limit, so memory stays bounded.
-//! Under `noeviction` a write over the limit fails with Redis's OOM error.
+//! outrun the task and reach `maxmemory` does a write evict, and then
+//! [`INLINE_EVICTION_MAX_KEYS`] keys, or more only as far as its own size
+//! needs; meanwhile the task drops its CPU cap until the dataset is back
+//! under the limit. Each write reserves what it may add (its arguments and
+//! a new key's overhead) while it runs, so concurrent writes make room for
+//! one another, and it checks again when done: the dataset stays within
+//! `maxmemory` after every write. Under `noeviction` a write fails with
+//! Redis's OOM error when the dataset is already over the limit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -65,30 +69,84 @@ impl Server {
         })
     }
 
-    /// Called before a command that may grow memory. Wakes background
-    /// eviction past the high watermark; past the hard limit, evicts a few
-    /// keys inline. Returns false when the command must be refused with OOM
-    /// (noeviction, or nothing left that the policy may evict).
-    pub fn make_room(&self, now_ms: u64) -> bool {
+    /// Called before a command that may grow the dataset by about
+    /// `incoming` bytes. Wakes background eviction past the high watermark.
+    /// Past the hard limit — counting what the writes running now may add,
+    /// this one included — evicts inline: a few keys, and more only as far
+    /// as this write's own size needs. Returns `None` when the command must
+    /// be refused with OOM (noeviction, or nothing left that the policy may
+    /// evict, while the dataset is over `maxmemory`, as Redis decides).
+    pub fn make_room(&self, now_ms: u64, incoming: usize) -> Option<Room<'_>> {
         let Some(marks) = self.watermarks() else {
-            return true;
+            return Some(Room {
+                server: self,
+                bytes: 0,
+            });
         };
-        let used = self.store.dataset_bytes() as u64;
+        self.reserved_for_writes
+            .fetch_add(incoming, Ordering::Relaxed);
+        // From here, dropping the room (OOM included) ends the reservation.
+        let room = Room {
+            server: self,
+            bytes: incoming,
+        };
+        let used = self.dataset_with_reservations();
         if used > marks.high {
             self.eviction_wake.notify_one();
         }
-        if used <= marks.limit {
-            return true;
+        if used > marks.limit && !self.evict_inline(now_ms, marks.limit, incoming) {
+            return None;
         }
-        for _ in 0..INLINE_EVICTION_MAX_KEYS {
+        Some(room)
+    }
+
+    fn dataset_with_reservations(&self) -> u64 {
+        (self.store.dataset_bytes() + self.reserved_for_writes.load(Ordering::Relaxed)) as u64
+    }
+
+    /// Evicts until the dataset with reservations is within `limit`, at most
+    /// [`INLINE_EVICTION_MAX_KEYS`] keys or, past that, until `incoming`
+    /// bytes are freed: the work a write does is bounded by its own size.
+    /// Returns false when the policy allows no eviction and the dataset
+    /// itself is over the limit.
+    fn evict_inline(&self, now_ms: u64, limit: u64, incoming: usize) -> bool {
+        let before = self.store.dataset_bytes();
+        let mut evicted = 0;
+        while self.dataset_with_reservations() > limit
+            && (evicted < INLINE_EVICTION_MAX_KEYS
+                || before.saturating_sub(self.store.dataset_bytes()) < incoming)
+        {
             if !self.store.evict_one(now_ms, crate::lazyfree::free) {
                 return !self.store.over_maxmemory();
             }
-            if !self.store.over_maxmemory() {
-                break;
-            }
+            evicted += 1;
         }
         true
+    }
+}
+
+/// Room made for one write by [`Server::make_room`]: its bytes count as
+/// reserved while it runs, so concurrent writes make room for each other
+/// too. When it is dropped (the write is done) the reservation ends, and if
+/// the write grew the dataset past `maxmemory` after all (a collection
+/// changing encoding can grow by more than its arguments), a few more keys
+/// go before the reply is sent.
+pub struct Room<'a> {
+    server: &'a Server,
+    bytes: usize,
+}
+
+impl Drop for Room<'_> {
+    fn drop(&mut self) {
+        self.server
+            .reserved_for_writes
+            .fetch_sub(self.bytes, Ordering::Relaxed);
+        let Some(marks) = self.server.watermarks() else {
+            return;
+        };
+        if self.server.dataset_with_reservations() > marks.limit {
+            self.server.evict_inline(unix_ms(), marks.limit, 0);
+        }
     }
 }
 

@@ -70,6 +70,9 @@ pub struct Server {
     /// Wakes background eviction when a write finds memory past the high
     /// watermark.
     pub eviction_wake: tokio::sync::Notify,
+    /// Bytes the writes running now may add to the dataset (see
+    /// [`crate::eviction::Room`]).
+    pub reserved_for_writes: AtomicUsize,
     /// The budget of all connections' buffers (`maxmemory-clients`).
     pub client_budget: crate::client_budget::ClientBudget,
     /// Channel and pattern subscriptions; keyspace notifications.
@@ -124,6 +127,7 @@ impl Server {
             port,
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
+            reserved_for_writes: AtomicUsize::new(0),
             client_budget: Default::default(),
             pubsub: Default::default(),
             blocking: Default::default(),

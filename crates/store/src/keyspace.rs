@@ -159,6 +159,9 @@ pub struct Store {
     dbs: Box<[Box<[RwLock<Shard>]>]>,
     hasher: RandomState,
     dataset_bytes: AtomicUsize,
+    /// The largest [`Shard::table_growth_of_next_insert`] seen after any
+    /// write: what one insert may add to the tables, wherever it lands.
+    largest_table_growth: AtomicUsize,
     maxmemory: AtomicU64,
     evicted_keys: AtomicU64,
     lag: Mutex<LagWindow>,
@@ -185,6 +188,7 @@ impl Store {
             dbs,
             hasher,
             dataset_bytes: AtomicUsize::new(0),
+            largest_table_growth: AtomicUsize::new(0),
             maxmemory: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
@@ -215,6 +219,13 @@ impl Store {
     /// every change, so reading it is one atomic load.
     pub fn dataset_bytes(&self) -> usize {
         self.dataset_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The most one insert may add to the shards' tables (a new chunk of
+    /// slots, an index doubling), over and above its key and value: a
+    /// high-water mark, so an upper bound.
+    pub fn largest_table_growth(&self) -> usize {
+        self.largest_table_growth.load(Ordering::Relaxed)
     }
 
     /// Sets what is called for every expired or evicted key, whichever path
@@ -855,6 +866,12 @@ impl Drop for WriteShard<'_> {
     fn drop(&mut self) {
         for key in self.guard.take_expired_by_writers() {
             self.store.emit(KeyEvent::Expired, self.db, &key);
+        }
+        let growth = self.guard.table_growth_of_next_insert();
+        if growth > self.store.largest_table_growth.load(Ordering::Relaxed) {
+            self.store
+                .largest_table_growth
+                .fetch_max(growth, Ordering::Relaxed);
         }
         let after = self.guard.used_bytes();
         if after > self.bytes_before {

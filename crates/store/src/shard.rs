@@ -219,6 +219,31 @@ impl Shard {
             + self.free.capacity() * std::mem::size_of::<u32>()
     }
 
+    /// The most one more key can add to [`Shard::table_bytes`]: a new
+    /// chunk of slots (and free-list room for it) when no slot is free,
+    /// and the index doubling when it is full. Writers reserve this much
+    /// besides their own bytes, so a key landing on a growing shard cannot
+    /// take the dataset past `maxmemory`.
+    pub fn table_growth_of_next_insert(&self) -> usize {
+        let mut growth = 0;
+        if self.free.is_empty() {
+            let k = self.chunks.len();
+            // The free list grows as a Vec does: to what is needed, or
+            // double its capacity if that is more.
+            let slots = chunk_start(k) + chunk_len(k);
+            let free_capacity = slots.max(2 * self.free.capacity());
+            growth += chunk_len(k) * std::mem::size_of::<Option<Entry>>()
+                + (free_capacity - self.free.capacity()) * std::mem::size_of::<u32>();
+        }
+        if self.index.len() == self.index.capacity() {
+            // At most doubles, counted as table_bytes counts buckets.
+            let capacity = self.index.capacity();
+            let grown = 2 * (capacity + 1).max(4);
+            growth += (grown * 8 / 7 - capacity * 8 / 7) * INDEX_BUCKET_BYTES;
+        }
+        growth
+    }
+
     /// Bytes of the deadline index of keys with a TTL.
     pub fn expiry_index_bytes(&self) -> usize {
         self.deadlines.len() * DEADLINE_BYTES
@@ -736,6 +761,24 @@ mod tests {
         );
         assert_eq!(shard.expires(), 0);
         assert_eq!(shard.len(), 2, "k0 and k2 have no TTL");
+    }
+
+    #[test]
+    fn table_growth_bound_covers_every_insert() {
+        let mut shard = Shard::new(RandomState::default());
+        let mut grew = 0;
+        for i in 0..5_000 {
+            let bound = shard.table_growth_of_next_insert();
+            let before = shard.table_bytes();
+            shard.insert(entry(&format!("k{i}"), "v", None), 0);
+            let growth = shard.table_bytes() - before;
+            assert!(
+                growth <= bound,
+                "insert {i} grew tables by {growth} > {bound}"
+            );
+            grew += usize::from(growth > 0);
+        }
+        assert!(grew > 5, "the tables grew several times");
     }
 
     #[test]

@@ -654,9 +654,13 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
             return reject(&mut ctx, Some(id), refusal.into());
         }
     }
-    if spec.has_flag("denyoom") && !server.make_room(now_ms) {
-        return reject(&mut ctx, Some(id), errors::OOM.into());
-    }
+    let room = match spec.has_flag("denyoom") {
+        true => match server.make_room(now_ms, bytes_a_write_may_add(server, args)) {
+            Some(room) => Some(room),
+            None => return reject(&mut ctx, Some(id), errors::OOM.into()),
+        },
+        false => None,
+    };
     if let Some(queued) = ctx.client.tx.queued.as_mut() {
         if !multi::runs_inside_multi(spec) {
             queued.push(args.to_vec());
@@ -665,10 +669,22 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         }
     }
     call(&mut ctx, id, args);
+    drop(room);
     if !ctx.client.ready.is_empty() {
         let ready = std::mem::take(&mut ctx.client.ready);
         server.blocking.serve(server, ready);
     }
+}
+
+/// What a write may add to the dataset, for [`Server::make_room`]: its
+/// arguments (keys, values, members), a new key's metadata, and the growth
+/// of the tables that may hold it. A collection changing encoding can add
+/// more; the room is checked again when the write is done.
+fn bytes_a_write_may_add(server: &Server, args: &[Bytes]) -> usize {
+    const NEW_KEY_METADATA_BYTES: usize = 128;
+    args.iter().map(|a| a.len()).sum::<usize>()
+        + NEW_KEY_METADATA_BYTES
+        + server.store.largest_table_growth()
 }
 
 /// Runs a resolved, admitted command: the handler, its reply and its
