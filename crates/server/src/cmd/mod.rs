@@ -33,6 +33,7 @@ mod dbsize;
 mod debug;
 mod del;
 mod echo;
+mod edit;
 mod exists;
 mod expire;
 mod flush;

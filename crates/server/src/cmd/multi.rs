@@ -13,10 +13,12 @@
 //! takes a global lock — only EXEC pays, once per transaction.
 //!
 //! WATCH registers the connection's flag with the shard of each key; the
-//! shard sets it on any write to the key, including expiry and eviction
-//! (see `keel_store::shard`). EXEC, once it holds every lock, fails with a
-//! null reply if the flag is set or a key live at WATCH time has since
-//! expired. Watches end with EXEC, DISCARD, UNWATCH, RESET or disconnect.
+//! shard sets it when the key is modified as Redis signals it — a write
+//! that changes nothing does not count — and when it expires, is evicted
+//! or flushed (see `keel_store::shard` and `edit`). EXEC, once it holds
+//! every lock, fails with a null reply if the flag is set or a key live at
+//! WATCH time has expired since. Watches end with EXEC, DISCARD, UNWATCH,
+//! RESET or disconnect.
 
 use std::sync::atomic::Ordering;
 
@@ -123,9 +125,7 @@ fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         {
             continue;
         }
-        let mut shard = db.write(key);
-        shard.watch(key, &tx.dirty);
-        let live = shard.peek(key).is_some();
+        let live = db.write(key).watch(key, &tx.dirty);
         tx.watched.push((db_index, key.clone(), live));
     }
     ctx.w().ok();

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_resp::Protocol;
 use keel_store::ZSet;
 
-use super::collection::{update, Missing};
+use super::collection::{update, Edit, Missing};
 use super::zrange::{End, Window};
 use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
@@ -34,7 +34,7 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Result<(), Error> {
         if max {
             popped.reverse();
         }
-        Ok(popped)
+        Ok(Edit::changed_if(!popped.is_empty(), popped))
     })?
     .unwrap_or_default();
     let mut w = ctx.w();
@@ -82,7 +82,7 @@ pub const ZPOPMAX: Spec = Spec {
 fn remove(ctx: &mut Ctx, key: &[u8], window: Window) -> Result<(), Error> {
     let removed = update(ctx, key, Missing::Skip, |zset: &mut ZSet| {
         let ranks = window.ranks(zset, false, None);
-        Ok(zset.remove_ranks(ranks).len())
+        Ok(Edit::count(zset.remove_ranks(ranks).len()))
     })?;
     ctx.w().integer(removed.unwrap_or(0) as i64);
     Ok(())
