@@ -1,7 +1,7 @@
 """Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH — queued replies,
 EXECABORT, WATCH invalidation (exactly the writes that Redis counts as
-modifications, for every type, plus expiry and flush), and optimistic
-concurrency with many clients."""
+modifications, for every type, plus expiry and flush), the maxmemory checks
+of MULTI and EXEC, and optimistic concurrency with many clients."""
 
 import threading
 
@@ -346,3 +346,62 @@ def test_key_expired_when_watched_fails_only_if_written_after(c, connect):
     c.call("PING")
     assert c.call("EXEC") is None
 
+
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+
+
+@pytest.fixture
+def memory_limit(c, connect, restore_config):
+    """Call with True to put the server over maxmemory (noeviction), False to lift the limit."""
+    restore_config("maxmemory", "maxmemory-policy")
+    admin = connect()
+    assert admin.call("CONFIG", "SET", "maxmemory-policy", "noeviction") == OK
+    c.call("SET", "filler", "x" * 100)
+
+    def over(exceeded):
+        assert admin.call("CONFIG", "SET", "maxmemory", "1" if exceeded else "0") == OK
+
+    return over
+
+
+def test_every_command_inside_multi_is_refused_over_maxmemory(c, memory_limit):
+    memory_limit(True)
+    assert c.call("MULTI") == OK
+    assert c.call("SET", "k", "v") == Err(OOM)
+    assert c.call("GET", "k") == Err(OOM)
+    assert c.call("PING") == Err(OOM)
+    assert c.call("WATCH", "k") == Err(OOM)
+    assert c.call("EXEC") == Err("EXECABORT Transaction discarded because of previous errors.")
+
+
+def test_exec_refused_over_maxmemory_when_queue_may_grow_memory(c, connect, memory_limit):
+    other = connect()
+    assert c.call("WATCH", "k") == OK
+    assert c.call("MULTI") == OK
+    assert c.call("SET", "k", "v") == QUEUED
+    assert c.call("GET", "filler") == QUEUED
+    memory_limit(True)
+    assert c.call("EXEC") == Err(f"EXECABORT Transaction discarded because of: {OOM}")
+    assert c.call("EXEC") == Err("ERR EXEC without MULTI")
+    memory_limit(False)
+    assert c.call("GET", "k") is None
+    other.call("SET", "k", "x")
+    assert c.call("MULTI") == OK
+    assert c.call("EXEC") == [], "the refused EXEC ended the watch"
+
+
+def test_exec_without_memory_growing_commands_runs_over_maxmemory(c, memory_limit):
+    assert c.call("MULTI") == OK
+    assert c.call("GET", "k") == QUEUED
+    assert c.call("DEL", "filler") == QUEUED
+    memory_limit(True)
+    assert c.call("EXEC") == [None, 1]
+
+
+def test_discard_runs_over_maxmemory(c, memory_limit):
+    assert c.call("MULTI") == OK
+    assert c.call("SET", "k", "v") == QUEUED
+    memory_limit(True)
+    assert c.call("DISCARD") == OK
+    memory_limit(False)
+    assert c.call("EXISTS", "k") == 0

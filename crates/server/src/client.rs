@@ -88,6 +88,9 @@ pub struct Transaction {
     pub queued: Option<Vec<Vec<bytes::Bytes>>>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub refused: bool,
+    /// A queued command may grow memory, so EXEC is refused over
+    /// maxmemory as that command would be.
+    pub grows_memory: bool,
     /// True while EXEC runs the queue: blocking commands do not block.
     pub executing: bool,
     /// Watched keys: database, key, and whether the key was live when

@@ -655,15 +655,13 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
             return reject(&mut ctx, Some(id), refusal.into());
         }
     }
-    if spec.has_flag("denyoom") && !server.make_room(now_ms) {
+    if multi::refused_over_maxmemory(spec, ctx.client) && !server.make_room(now_ms) {
         return reject(&mut ctx, Some(id), errors::OOM.into());
     }
-    if let Some(queued) = ctx.client.tx.queued.as_mut() {
-        if !multi::runs_inside_multi(spec) {
-            queued.push(args.to_vec());
-            ctx.w().simple("QUEUED");
-            return;
-        }
+    if ctx.client.tx.queued.is_some() && !multi::runs_inside_multi(spec) {
+        multi::queue(ctx.client, spec, args);
+        ctx.w().simple("QUEUED");
+        return;
     }
     call(&mut ctx, id, args);
     if !ctx.client.ready.is_empty() {
@@ -700,12 +698,22 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
 }
 
 /// Refuses a command before it runs; inside MULTI this also dooms the
-/// transaction (EXEC will answer EXECABORT), as in Redis.
+/// transaction (EXEC will answer EXECABORT), and a refused EXEC discards
+/// it, naming why, as in Redis.
 fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
-    if ctx.client.tx.queued.is_some() {
-        ctx.client.tx.refused = true;
+    let is_exec = id.is_some_and(|id| ctx.server.commands.specs[id].name == "exec");
+    match ctx.client.tx.queued {
+        Some(_) if is_exec => {
+            multi::discard(ctx.server, ctx.client, ctx.now_ms);
+            let abort = format!("EXECABORT Transaction discarded because of: {}", err.0);
+            ctx.w().error(&abort);
+        }
+        Some(_) => {
+            ctx.client.tx.refused = true;
+            ctx.w().error(&err.0);
+        }
+        None => ctx.w().error(&err.0),
     }
-    ctx.w().error(&err.0);
     ctx.server.stats.record_rejection(id);
 }
 
