@@ -14,8 +14,8 @@ MEMORY USAGE, CLIENT, DEBUG) are not generated, nor are blocking commands.
 Commands are grouped into MULTI/EXEC (or DISCARD) blocks now and then, some
 after a WATCH followed by a few commands that mostly name the watched keys, so
 that EXEC fails or runs exactly where Redis counts a modification. Lex ranges are only sent to sorted sets whose scores are all
-equal (Redis leaves them unspecified otherwise), and ZUNIONSTORE/ZINTERSTORE
-take at most two inputs (Redis sums more in an order of its own, and floating
+equal (Redis leaves them unspecified otherwise), and ZUNION/ZINTER and their
+STORE forms take at most two inputs (Redis sums more in an order of its own, and floating
 addition is not associative). To keep TTL
 comparisons (EXPIRE ... GT/LT) independent of timing, every future expiry is
 unique and at least tens of seconds away from any other one; past expiries are
@@ -416,6 +416,16 @@ class CommandGenerator:
                      self.rng.choice(["1", "2", "2", "0"]), k, self.key()]
             + self.rng.choice([[], ["WEIGHTS", "2", "-1"], ["AGGREGATE",
                                                               self.rng.choice(["MIN", "MAX", "SUM"])]]),
+            lambda: [self.rng.choice(["ZUNION", "ZINTER"]), self.rng.choice(["1", "2", "2", "0"]),
+                     k, self.key()]
+            + self.rng.choice([[], ["WEIGHTS", "2", "-1"], ["AGGREGATE", "MIN"]]) + withscores,
+            lambda: ["ZDIFF", "3", k, self.key(), self.key()] + withscores,
+            lambda: ["ZDIFFSTORE", self.key(), "2", k, self.key()],
+            lambda: ["ZINTERCARD", "2", k, self.key()]
+            + self.rng.choice([[], ["LIMIT", str(self.rng.randint(0, 3))]]),
+            lambda: ["ZRANGESTORE", self.key(), k, self.score_bound(), self.score_bound(), "BYSCORE"]
+            + self.rng.choice([[], ["REV"]]) + limit,
+            lambda: ["ZRANGESTORE", self.key(), k, self.integer(-5, 5), self.integer(-5, 5)],
         ])()
 
     def lex_cmd(self):
@@ -585,5 +595,6 @@ def test_generator_covers_every_command():
                 "PEXPIREAT", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME", "PERSIST", "SELECT",
                 "DBSIZE", "FLUSHDB", "FLUSHALL", "PING", "ECHO", "CONFIG", "HSET", "HGETALL",
                 "HINCRBYFLOAT", "SADD", "SINTERSTORE", "SMOVE", "LPUSH", "LMOVE", "LPOS", "ZADD",
-                "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY"}
+                "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY",
+                "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE"}
     assert expected <= names

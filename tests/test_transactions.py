@@ -311,6 +311,10 @@ WATCH_CASES = {
     "ZPOPMAX": ([("ZADD", "k", "1", "a", "2", "b")], [("ZPOPMAX", "k")], True),
     "ZUNIONSTORE of nothing onto a missing key": ([], [("ZUNIONSTORE", "k", "1", "o")], False),
     "ZUNIONSTORE": ([("ZADD", "o", "1", "a")], [("ZUNIONSTORE", "k", "1", "o")], True),
+    "ZDIFFSTORE of nothing onto the key": (
+        [("ZADD", "k", "1", "a")], [("ZDIFFSTORE", "k", "1", "o")], True),
+    "ZRANGESTORE of nothing onto a missing key": ([], [("ZRANGESTORE", "k", "o", "0", "-1")], False),
+    "ZRANGESTORE": ([("ZADD", "o", "1", "a")], [("ZRANGESTORE", "k", "o", "0", "-1")], True),
 }
 
 
