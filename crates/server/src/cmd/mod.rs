@@ -24,6 +24,7 @@ use crate::server::Server;
 mod append;
 mod auth;
 mod blpop;
+mod bzpop;
 mod client;
 mod collection;
 mod command;
@@ -89,7 +90,7 @@ mod time;
 mod ttl;
 mod type_;
 mod zadd;
-mod zpop;
+pub mod zpop;
 mod zrandmember;
 mod zrange;
 mod zscore;
@@ -209,6 +210,8 @@ static COMMANDS: &[&Spec] = &[
     &blpop::BLPOP,
     &blpop::BRPOP,
     &blpop::BLMOVE,
+    &bzpop::BZPOPMIN,
+    &bzpop::BZPOPMAX,
     &client::SPEC,
     &command::SPEC,
     &config::SPEC,
