@@ -275,3 +275,15 @@ def test_waiters_for_another_type_do_not_hold_up_the_key(c, connect):
     c.call("RPUSH", "k", "e")
     assert list_waiter.read() == [b"k", b"e"]
 
+
+def test_client_list_flags_blocked_clients(c, connect):
+    waiter = connect()
+    waiter_id = waiter.call("CLIENT", "ID")
+    waiter.send("BZPOPMIN", "z", "0")
+    wait_blocked(c, 1)
+    [line] = [x for x in c.call("CLIENT", "LIST").decode().splitlines()
+              if x.startswith(f"id={waiter_id} ")]
+    assert " flags=b " in line
+    c.call("ZADD", "z", "1", "a")
+    assert waiter.read() == [b"z", b"a", b"1"]
+    assert " flags=N " in waiter.call("CLIENT", "INFO").decode()

@@ -125,6 +125,7 @@ fn block(
         wait.write_nothing(&mut ctx.w());
         return Ok(());
     }
+    ctx.client.handle.set_blocked(true);
     let blocking = &ctx.server.blocking;
     let blocked = blocking.register(ctx.client.db, sources.to_vec(), wait, deadline);
     drop(locked);
