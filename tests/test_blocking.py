@@ -1,7 +1,8 @@
-"""Blocking list commands: BLPOP, BRPOP, BLMOVE — timeouts, arrival order,
-wake-ups by any writer (pushes, LMOVE, EXEC), a key emptied before a
-waiter is served, disconnect and CLIENT KILL of a blocked client, and INFO's
-blocked_clients.
+"""Blocking list commands: BLPOP, BRPOP, BLMOVE, and the blocking sorted-set
+pops BZPOPMIN and BZPOPMAX — timeouts, arrival order, wake-ups by any writer
+(pushes, ZADD, LMOVE, ZUNIONSTORE, EXEC), a key emptied before a waiter is
+served, waiters for another type, disconnect and CLIENT KILL of a blocked
+client, and INFO's blocked_clients.
 
 No test depends on timing: a waiter is known to be blocked once INFO
 reports it, and timeouts are only checked for the reply they give."""
@@ -10,7 +11,7 @@ import threading
 
 import pytest
 
-from support import OK, Err, Status, info
+from support import OK, Double, Err, Status, info
 
 WRONGTYPE = Err("WRONGTYPE Operation against a key holding the wrong kind of value")
 
@@ -211,3 +212,78 @@ def test_commands_pipelined_after_a_blocking_one_wait_for_it(c, connect):
     c.call("RPUSH", "q", "a")
     assert waiter.read() == [b"q", b"a"]
     assert waiter.read() == Status("PONG")
+
+
+def test_bzpop_immediate_pops(c):
+    c.call("ZADD", "b", "1", "x", "2.5", "y", "3", "z")
+    assert c.call("BZPOPMIN", "a", "b", "0") == [b"b", b"x", b"1"]
+    assert c.call("BZPOPMAX", "a", "b", "0") == [b"b", b"z", b"3"]
+    c.call("HELLO", "3")
+    assert c.call("BZPOPMIN", "b", "0") == [b"b", b"y", Double("2.5")]
+    assert c.call("EXISTS", "b") == 0
+
+
+def test_bzpop_timeouts_and_errors(c):
+    c.send("BZPOPMIN", "a", "0.01")
+    assert c.read_raw() == b"*-1\r\n"
+    assert c.call("BZPOPMAX", "a", "-1") == Err("ERR timeout is negative")
+    assert c.call("BZPOPMAX", "a", "abc") == Err("ERR timeout is not a float or out of range")
+    assert c.call("BZPOPMIN", "a") == Err("ERR wrong number of arguments for 'bzpopmin' command")
+    c.call("SET", "str", "v")
+    c.call("ZADD", "z", "1", "x")
+    assert c.call("BZPOPMIN", "missing", "str", "z", "0") == WRONGTYPE
+    assert c.call("BZPOPMIN", "z", "str", "0") == [b"z", b"x", b"1"]
+    c.call("HELLO", "3")
+    assert c.call("BZPOPMAX", "a", "0.01") is None
+
+
+def test_bzpop_inside_multi_does_not_block(c):
+    c.call("MULTI")
+    c.call("BZPOPMIN", "z", "0")
+    c.call("ZADD", "z", "1", "a")
+    c.call("BZPOPMAX", "z", "0")
+    c.send("EXEC")
+    assert c.read_raw() == b"*3\r\n*-1\r\n:1\r\n*3\r\n$1\r\nz\r\n$1\r\na\r\n$1\r\n1\r\n"
+
+
+def test_zadd_and_zunionstore_wake_bzpop_waiters_in_arrival_order(c, connect):
+    waiters = [connect() for _ in range(3)]
+    for n, (w, command) in enumerate(zip(waiters, ["BZPOPMIN", "BZPOPMAX", "BZPOPMIN"])):
+        w.send(command, "other", "z", "0")
+        wait_blocked(c, n + 1)
+    assert c.call("ZADD", "z", "1", "a", "2", "b") == 2
+    assert waiters[0].read() == [b"z", b"a", b"1"]
+    assert waiters[1].read() == [b"z", b"b", b"2"]
+    assert blocked_clients(c) == 1
+    c.call("ZADD", "src", "5", "c")
+    assert c.call("ZUNIONSTORE", "z", "1", "src") == 1
+    assert waiters[2].read() == [b"z", b"c", b"5"]
+    assert c.call("EXISTS", "z") == 0
+
+
+def test_waiters_for_another_type_do_not_hold_up_the_key(c, connect):
+    """A BLPOP waiter ahead of a BZPOPMIN waiter on a key that becomes a
+    sorted set stays blocked, and the sorted-set waiter is served."""
+    list_waiter, zset_waiter = connect(), connect()
+    list_waiter.send("BLPOP", "k", "0")
+    wait_blocked(c, 1)
+    zset_waiter.send("BZPOPMIN", "k", "0")
+    wait_blocked(c, 2)
+    c.call("ZADD", "k", "1", "m")
+    assert zset_waiter.read() == [b"k", b"m", b"1"]
+    assert blocked_clients(c) == 1
+    c.call("RPUSH", "k", "e")
+    assert list_waiter.read() == [b"k", b"e"]
+
+
+def test_client_list_flags_blocked_clients(c, connect):
+    waiter = connect()
+    waiter_id = waiter.call("CLIENT", "ID")
+    waiter.send("BZPOPMIN", "z", "0")
+    wait_blocked(c, 1)
+    [line] = [x for x in c.call("CLIENT", "LIST").decode().splitlines()
+              if x.startswith(f"id={waiter_id} ")]
+    assert " flags=b " in line
+    c.call("ZADD", "z", "1", "a")
+    assert waiter.read() == [b"z", b"a", b"1"]
+    assert " flags=N " in waiter.call("CLIENT", "INFO").decode()

@@ -12,9 +12,10 @@ time, memory layout or randomness (RANDOMKEY, SCAN and its HSCAN/SSCAN/ZSCAN
 forms, SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, TIME, INFO, OBJECT IDLETIME,
 MEMORY USAGE, CLIENT, DEBUG) are not generated, nor are blocking commands.
 Commands are grouped into MULTI/EXEC (or DISCARD) blocks now and then, some
-after a WATCH. Lex ranges are only sent to sorted sets whose scores are all
-equal (Redis leaves them unspecified otherwise), and ZUNIONSTORE/ZINTERSTORE
-take at most two inputs (Redis sums more in an order of its own, and floating
+after a WATCH followed by a few commands that mostly name the watched keys, so
+that EXEC fails or runs exactly where Redis counts a modification. Lex ranges are only sent to sorted sets whose scores are all
+equal (Redis leaves them unspecified otherwise), and ZUNION/ZINTER and their
+STORE forms take at most two inputs (Redis sums more in an order of its own, and floating
 addition is not associative). To keep TTL
 comparisons (EXPIRE ... GT/LT) independent of timing, every future expiry is
 unique and at least tens of seconds away from any other one; past expiries are
@@ -82,9 +83,12 @@ class CommandGenerator:
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
+        self.watched = []  # keys that commands between WATCH and MULTI favour
 
     # -- building blocks -------------------------------------------------------------
     def key(self):
+        if self.watched and self.rng.random() < 0.5:
+            return self.rng.choice(self.watched)
         return self.rng.choice(self.KEYS)
 
     def keys_list(self, lo=1, hi=5):
@@ -412,6 +416,16 @@ class CommandGenerator:
                      self.rng.choice(["1", "2", "2", "0"]), k, self.key()]
             + self.rng.choice([[], ["WEIGHTS", "2", "-1"], ["AGGREGATE",
                                                               self.rng.choice(["MIN", "MAX", "SUM"])]]),
+            lambda: [self.rng.choice(["ZUNION", "ZINTER"]), self.rng.choice(["1", "2", "2", "0"]),
+                     k, self.key()]
+            + self.rng.choice([[], ["WEIGHTS", "2", "-1"], ["AGGREGATE", "MIN"]]) + withscores,
+            lambda: ["ZDIFF", "3", k, self.key(), self.key()] + withscores,
+            lambda: ["ZDIFFSTORE", self.key(), "2", k, self.key()],
+            lambda: ["ZINTERCARD", "2", k, self.key()]
+            + self.rng.choice([[], ["LIMIT", str(self.rng.randint(0, 3))]]),
+            lambda: ["ZRANGESTORE", self.key(), k, self.score_bound(), self.score_bound(), "BYSCORE"]
+            + self.rng.choice([[], ["REV"]]) + limit,
+            lambda: ["ZRANGESTORE", self.key(), k, self.integer(-5, 5), self.integer(-5, 5)],
         ])()
 
     def lex_cmd(self):
@@ -434,9 +448,15 @@ class CommandGenerator:
             [[], ["REPLACE"], ["DB", str(self.rng.randint(0, 2))], ["DB", "1", "REPLACE"]])
 
     def block(self):
-        """A MULTI block of a few commands, sometimes after a WATCH, ended by
-        EXEC or DISCARD (or left to a stray EXEC/MULTI now and then)."""
-        head = [["WATCH"] + self.keys_list(1, 2)] if self.rng.random() < 0.3 else []
+        """A MULTI block of a few commands, sometimes after a WATCH and a few
+        commands on the watched keys, ended by EXEC or DISCARD (or left to a
+        stray EXEC/MULTI now and then)."""
+        head = []
+        if self.rng.random() < 0.5:
+            self.watched = self.keys_list(1, 2)
+            head = [["WATCH"] + self.watched]
+            head += [self.command() for _ in range(self.rng.randint(0, 3))]
+            self.watched = []
         body = [self.command() for _ in range(self.rng.randint(0, 4))]
         end = self.rng.choice([["EXEC"]] * 8 + [["DISCARD"], ["MULTI"]])
         return head + [["MULTI"]] + body + [end] + ([["EXEC"]] if end == ["MULTI"] else [])
@@ -575,5 +595,6 @@ def test_generator_covers_every_command():
                 "PEXPIREAT", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME", "PERSIST", "SELECT",
                 "DBSIZE", "FLUSHDB", "FLUSHALL", "PING", "ECHO", "CONFIG", "HSET", "HGETALL",
                 "HINCRBYFLOAT", "SADD", "SINTERSTORE", "SMOVE", "LPUSH", "LMOVE", "LPOS", "ZADD",
-                "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY"}
+                "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY",
+                "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE"}
     assert expected <= names

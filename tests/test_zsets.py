@@ -1,8 +1,9 @@
 """Sorted-set commands: ZADD (NX/XX/GT/LT/CH/INCR), ZINCRBY, ZREM, ZCARD,
 ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZRANGE (BYSCORE/BYLEX/REV/LIMIT/
 WITHSCORES) and its older forms, ZCOUNT, ZLEXCOUNT, ZPOPMIN/ZPOPMAX,
-ZREMRANGEBY*, ZSCAN, ZUNIONSTORE/ZINTERSTORE, ZRANDMEMBER; score parsing and
-formatting, encodings and their thresholds, WRONGTYPE."""
+ZREMRANGEBY*, ZSCAN, ZUNION/ZINTER/ZDIFF and their STORE forms, ZINTERCARD,
+ZRANGESTORE, ZRANDMEMBER; score parsing and formatting, encodings and their
+thresholds, WRONGTYPE."""
 
 import pytest
 
@@ -309,6 +310,122 @@ def test_zstore_errors(c):
     assert c.call("ZUNIONSTORE", "d", "1", "a", "AGGREGATE") == SYNTAX
     assert c.call("ZUNIONSTORE", "str", "1", "a") == 1
     assert c.call("TYPE", "str") == Status("zset")
+
+
+def test_zunion_zinter_zdiff_reply(c):
+    c.call("ZADD", "a", "1", "x", "2", "y", "3", "z", "-0", "n")
+    c.call("ZADD", "b", "5", "y", "0", "z", "inf", "w")
+    c.call("SADD", "s", "x", "w", "v")
+    assert c.call("ZUNION", "2", "a", "b") == [b"n", b"x", b"z", b"y", b"w"]
+    assert c.call("ZUNION", "2", "a", "b", "WITHSCORES") == [
+        b"n", b"0", b"x", b"1", b"z", b"3", b"y", b"7", b"w", b"inf"]
+    assert c.call("ZUNION", "3", "a", "b", "s", "WEIGHTS", "1", "2", "-1", "WITHSCORES") == [
+        b"v", b"-1", b"n", b"0", b"x", b"0", b"z", b"3", b"y", b"12", b"w", b"inf"]
+    assert c.call("ZUNION", "2", "a", "b", "AGGREGATE", "MAX", "WITHSCORES") == [
+        b"n", b"0", b"x", b"1", b"z", b"3", b"y", b"5", b"w", b"inf"]
+    assert c.call("ZINTER", "2", "a", "b", "WITHSCORES") == [b"z", b"3", b"y", b"7"]
+    assert c.call("ZINTER", "2", "a", "s", "AGGREGATE", "MIN", "WITHSCORES") == [b"x", b"1"]
+    assert c.call("ZINTER", "2", "a", "missing") == []
+    assert c.call("ZDIFF", "2", "a", "b", "WITHSCORES") == [b"n", b"0", b"x", b"1"]
+    assert c.call("ZDIFF", "3", "a", "s", "b") == [b"n"]
+    assert c.call("ZDIFF", "1", "a") == [b"n", b"x", b"y", b"z"]
+    assert c.call("ZDIFF", "2", "missing", "a") == []
+    assert c.call("ZUNION", "1", "a", "WITHSCORES", "WITHSCORES") == [
+        b"n", b"0", b"x", b"1", b"y", b"2", b"z", b"3"]
+
+
+def test_zunion_withscores_pairs_in_resp3(c):
+    c.call("ZADD", "a", "1", "x", "2.5", "y")
+    c.call("HELLO", "3")
+    assert c.call("ZUNION", "1", "a", "WITHSCORES") == [[b"x", Double("1")], [b"y", Double("2.5")]]
+    assert c.call("ZDIFF", "1", "a") == [b"x", b"y"]
+
+
+def test_zdiffstore_and_zintercard(c):
+    c.call("ZADD", "a", "1", "x", "2", "y", "3", "z")
+    c.call("ZADD", "b", "5", "y")
+    c.call("SADD", "s", "x", "y", "q")
+    assert c.call("ZDIFFSTORE", "d", "2", "a", "b") == 2
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"x", b"1", b"z", b"3"]
+    assert c.call("ZDIFFSTORE", "d", "2", "a", "a") == 0
+    assert c.call("EXISTS", "d") == 0
+    assert c.call("ZINTERCARD", "2", "a", "s") == 2
+    assert c.call("ZINTERCARD", "2", "a", "s", "LIMIT", "1") == 1
+    assert c.call("ZINTERCARD", "2", "a", "s", "LIMIT", "0") == 2
+    assert c.call("ZINTERCARD", "2", "a", "s", "LIMIT", "1", "LIMIT", "5") == 2
+    assert c.call("ZINTERCARD", "1", "s") == 3
+    assert c.call("ZINTERCARD", "2", "a", "missing") == 0
+
+
+@pytest.mark.parametrize("args, error", [
+    (("ZUNION", "0", "a"), "ERR at least 1 input key is needed for 'zunion' command"),
+    (("ZINTER", "-1", "a"), "ERR at least 1 input key is needed for 'zinter' command"),
+    (("ZDIFF", "0", "a"), "ERR at least 1 input key is needed for 'zdiff' command"),
+    (("ZDIFFSTORE", "d", "0", "a"), "ERR at least 1 input key is needed for 'zdiffstore' command"),
+    (("ZINTERCARD", "0", "a"), "ERR at least 1 input key is needed for 'zintercard' command"),
+    (("ZUNION", "x", "a"), NOT_INTEGER),
+    (("ZINTERCARD", "2", "a"), SYNTAX),
+    (("ZUNION", "2", "a", "str"), WRONGTYPE),
+    (("ZDIFF", "2", "str", "a", "BOGUS"), WRONGTYPE),
+    (("ZINTERCARD", "2", "a", "str"), WRONGTYPE),
+    (("ZDIFFSTORE", "d", "1", "str"), WRONGTYPE),
+    (("ZUNION", "1", "a", "WEIGHTS", "x"), "ERR weight value is not a float"),
+    (("ZUNION", "1", "a", "WEIGHTS"), SYNTAX),
+    (("ZUNION", "1", "a", "AGGREGATE"), SYNTAX),
+    (("ZUNION", "1", "a", "LIMIT", "1"), SYNTAX),
+    (("ZDIFF", "1", "a", "WEIGHTS", "1"), SYNTAX),
+    (("ZDIFF", "1", "a", "AGGREGATE", "SUM"), SYNTAX),
+    (("ZUNIONSTORE", "d", "1", "a", "WITHSCORES"), SYNTAX),
+    (("ZDIFFSTORE", "d", "1", "a", "WITHSCORES"), SYNTAX),
+    (("ZINTERCARD", "1", "a", "WITHSCORES"), SYNTAX),
+    (("ZINTERCARD", "1", "a", "WEIGHTS", "1"), SYNTAX),
+    (("ZINTERCARD", "1", "a", "LIMIT"), SYNTAX),
+    (("ZINTERCARD", "1", "a", "LIMIT", "-1"), "ERR LIMIT can't be negative"),
+    (("ZINTERCARD", "1", "a", "LIMIT", "x"), "ERR LIMIT can't be negative"),
+    (("ZUNION", "1"), "ERR wrong number of arguments for 'zunion' command"),
+    (("ZINTERCARD", "1"), "ERR wrong number of arguments for 'zintercard' command"),
+    (("ZDIFFSTORE", "d", "1"), "ERR wrong number of arguments for 'zdiffstore' command"),
+])
+def test_zset_algebra_errors(c, args, error):
+    c.call("ZADD", "a", "1", "x")
+    c.call("SET", "str", "v")
+    assert c.call(*args) == (error if isinstance(error, Err) else Err(error))
+
+
+def test_zrangestore(c):
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d")
+    c.call("ZADD", "lex", "0", "a", "0", "b", "0", "c")
+    assert c.call("ZRANGESTORE", "d", "z", "1", "2", "REV") == 2
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"b", b"2", b"c", b"3"]
+    assert c.call("ZRANGESTORE", "d", "z", "(1", "+inf", "BYSCORE", "LIMIT", "1", "1") == 1
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"c", b"3"]
+    assert c.call("ZRANGESTORE", "d", "z", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", "0", "2") == 2
+    assert c.call("ZRANGE", "d", "0", "-1", "WITHSCORES") == [b"c", b"3", b"d", b"4"]
+    assert c.call("ZRANGESTORE", "d", "lex", "[b", "+", "BYLEX") == 2
+    assert c.call("ZRANGE", "d", "0", "-1") == [b"b", b"c"]
+    assert c.call("ZRANGESTORE", "d", "z", "5", "6") == 0
+    assert c.call("EXISTS", "d") == 0
+    c.call("SET", "d", "x")
+    assert c.call("ZRANGESTORE", "d", "missing", "0", "-1") == 0
+    assert c.call("EXISTS", "d") == 0
+    assert c.call("ZRANGESTORE", "z", "z", "0", "1") == 2
+    assert c.call("ZRANGE", "z", "0", "-1") == [b"a", b"b"]
+
+
+@pytest.mark.parametrize("args, error", [
+    (("ZRANGESTORE", "d", "str", "0", "-1"), WRONGTYPE),
+    (("ZRANGESTORE", "d", "z", "0", "-1", "WITHSCORES"), SYNTAX),
+    (("ZRANGESTORE", "d", "z", "0", "-1", "LIMIT", "0", "1"),
+     Err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")),
+    (("ZRANGESTORE", "d", "z", "x", "1"), NOT_INTEGER),
+    (("ZRANGESTORE", "d", "z", "a", "b", "BYSCORE"), BAD_SCORE_RANGE),
+    (("ZRANGESTORE", "d", "z", "a", "b", "BYLEX"), BAD_LEX_RANGE),
+    (("ZRANGESTORE", "d", "z", "0"), Err("ERR wrong number of arguments for 'zrangestore' command")),
+])
+def test_zrangestore_errors(c, args, error):
+    c.call("ZADD", "z", "1", "a")
+    c.call("SET", "str", "v")
+    assert c.call(*args) == error
 
 
 def test_zrandmember(c):

@@ -1,4 +1,5 @@
-//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE) and how they are served.
+//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE) and sorted sets
+//! (BZPOPMIN, BZPOPMAX), and how they are served.
 //!
 //! A blocking command first tries to pop at once. When every key is
 //! missing it registers a [`Waiter`] in the queue of each key, in arrival
@@ -8,11 +9,13 @@
 //! connection then waits on a oneshot channel, its deadline, its kill
 //! signal and its socket (to notice a disconnect).
 //!
-//! Waiters are served by the client that made a list appear, as Redis's
+//! Waiters are served by the client that made a key appear, as Redis's
 //! `handleClientsBlockedOnKeys` does: after each top-level command (after
 //! the whole of an EXEC), every key a write command named that has
 //! waiters is "ready", and [`Blocking::serve`] hands elements to its
-//! waiters front first, as long as the list has some. The element is
+//! waiters front first, as long as the key has some. Only waiters for the
+//! key's type are served (a BLPOP waiter does not hold up a BZPOPMIN one
+//! behind it when the key is a sorted set), as in Redis. The element is
 //! popped by the server on the waiter's behalf, under the key's shard lock
 //! and the queue lock, and sent through the channel. So waiters get
 //! elements strictly in arrival order, a waiter is never woken to find the
@@ -33,12 +36,86 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_resp::Writer;
+use keel_store::{Limits, MultiWrite, Value};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::cmd::lmove::Pop;
-use crate::cmd::Error;
+use crate::cmd::{zpop, Error};
 use crate::server::{unix_ms, Server};
+
+/// What a blocked client waits to do.
+#[derive(Debug)]
+pub enum Wait {
+    /// Pop from a list, and maybe push (BLPOP, BRPOP, BLMOVE).
+    List(Pop),
+    /// Pop a sorted set's lowest score, or its highest when `max`
+    /// (BZPOPMIN, BZPOPMAX).
+    ZSet {
+        /// Pop the highest score.
+        max: bool,
+    },
+}
+
+/// What one pop took.
+#[derive(Debug)]
+pub enum Popped {
+    /// A list element.
+    Element(Vec<u8>),
+    /// A sorted-set member and its score.
+    Member(Vec<u8>, f64),
+}
+
+impl Wait {
+    /// Every key a pop from `source` touches, for locking.
+    pub fn keys(&self, source: &Bytes) -> Vec<Bytes> {
+        match self {
+            Wait::List(pop) => pop.keys(source),
+            Wait::ZSet { .. } => vec![source.clone()],
+        }
+    }
+
+    /// True if a key holding `value` can serve this wait.
+    fn served_by(&self, value: &Value) -> bool {
+        match self {
+            Wait::List(_) => value.as_list().is_some(),
+            Wait::ZSet { .. } => value.as_zset().is_some(),
+        }
+    }
+
+    /// Pops from `source` with every key of [`Wait::keys`] locked in
+    /// `locked`; `None` when the source is missing.
+    pub fn apply(
+        &self,
+        locked: &mut MultiWrite,
+        source: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<Popped>, Error> {
+        Ok(match self {
+            Wait::List(pop) => pop.apply(locked, source, limits)?.map(Popped::Element),
+            Wait::ZSet { max } => zpop::pop_one(locked.shard(source), source, *max)?
+                .map(|(member, score)| Popped::Member(member, score)),
+        })
+    }
+
+    /// Where a served pop pushes its element, which makes that key ready.
+    fn destination(&self) -> Option<&Bytes> {
+        match self {
+            Wait::List(pop) => pop.to.as_ref().map(|(dest, _)| dest),
+            Wait::ZSet { .. } => None,
+        }
+    }
+
+    /// Writes the "nothing popped" reply of the command's non-blocking
+    /// form, for a blocking command inside a transaction: LMOVE's null
+    /// bulk for BLMOVE, a null array otherwise.
+    pub fn write_nothing(&self, w: &mut Writer) {
+        match self.destination() {
+            Some(_) => w.null(),
+            None => w.null_array(),
+        }
+    }
+}
 
 /// Queued waiters of one key of one database, first come first served.
 type Queues = HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>;
@@ -56,7 +133,7 @@ pub struct Blocking {
 pub struct Waiter {
     db: usize,
     keys: Vec<Bytes>,
-    pop: Pop,
+    wait: Wait,
     sender: Mutex<Option<oneshot::Sender<Outcome>>>,
 }
 
@@ -66,8 +143,8 @@ pub enum Outcome {
     Popped {
         /// The source key.
         key: Bytes,
-        /// The element.
-        element: Vec<u8>,
+        /// What was popped.
+        popped: Popped,
     },
     /// The move could not complete (BLMOVE to a key of another type).
     Failed(Error),
@@ -93,20 +170,37 @@ impl Blocked {
 
     /// Writes the reply to the blocked command (see [`write_outcome`]).
     pub fn write_reply(&self, w: &mut Writer, outcome: Option<Outcome>) {
-        write_outcome(w, &self.waiter.pop, outcome);
+        write_outcome(w, &self.waiter.wait, outcome);
     }
 }
 
-/// Writes the reply of a blocking pop: the key and element (BLPOP, BRPOP)
-/// or the element (BLMOVE), an error, or — for `None`, a timeout — a null
-/// array, which Redis 7.0 answers for BLMOVE too.
-pub fn write_outcome(w: &mut Writer, pop: &Pop, outcome: Option<Outcome>) {
+/// Writes the reply of a blocking pop: the key and element (BLPOP, BRPOP),
+/// the element (BLMOVE), the key, member and score (BZPOPMIN, BZPOPMAX),
+/// an error, or — for `None`, a timeout — a null array, which Redis 7.0
+/// answers for BLMOVE too.
+pub fn write_outcome(w: &mut Writer, wait: &Wait, outcome: Option<Outcome>) {
     match outcome {
-        Some(Outcome::Popped { element, .. }) if pop.to.is_some() => w.bulk(&element),
-        Some(Outcome::Popped { key, element }) => {
+        Some(Outcome::Popped { popped, .. }) if wait.destination().is_some() => {
+            if let Popped::Element(element) = popped {
+                w.bulk(&element);
+            }
+        }
+        Some(Outcome::Popped {
+            key,
+            popped: Popped::Element(element),
+        }) => {
             w.array(2);
             w.bulk(&key);
             w.bulk(&element);
+        }
+        Some(Outcome::Popped {
+            key,
+            popped: Popped::Member(member, score),
+        }) => {
+            w.array(3);
+            w.bulk(&key);
+            w.bulk(&member);
+            w.double(score);
         }
         Some(Outcome::Failed(Error(message))) => w.error(&message),
         None => w.null_array(),
@@ -125,14 +219,14 @@ impl Blocking {
         &self,
         db: usize,
         keys: Vec<Bytes>,
-        pop: Pop,
+        wait: Wait,
         deadline: Option<tokio::time::Instant>,
     ) -> Blocked {
         let (sender, receiver) = oneshot::channel();
         let waiter = Arc::new(Waiter {
             db,
             keys,
-            pop,
+            wait,
             sender: Mutex::new(Some(sender)),
         });
         let mut queues = self.queues.lock();
@@ -181,37 +275,51 @@ impl Blocking {
         found
     }
 
-    fn first(&self, db: usize, key: &Bytes) -> Option<Arc<Waiter>> {
-        let queues = self.queues.lock();
-        queues.get(&(db, key.clone()))?.front().cloned()
+    /// The first waiter on `key` that a key holding `value` serves.
+    fn first_served_by(
+        queues: &Queues,
+        db: usize,
+        key: &Bytes,
+        value: &Value,
+    ) -> Option<Arc<Waiter>> {
+        let queue = queues.get(&(db, key.clone()))?;
+        queue.iter().find(|w| w.wait.served_by(value)).cloned()
     }
 
     /// Serves the waiters of every `ready` key (database, key) in arrival
-    /// order while their list has elements, and of the keys their moves
-    /// push to.
+    /// order while the key has elements, and of the keys their moves push
+    /// to.
     pub fn serve(&self, server: &Server, mut ready: Vec<(usize, Bytes)>) {
         let limits = server.store.encodings.limits();
         while let Some((db, key)) = ready.pop() {
-            while let Some(waiter) = self.first(db, &key) {
+            loop {
                 let view = server.store.db(db, unix_ms());
-                let mut locked = view.write_many(&waiter.pop.keys(&key));
+                // Chosen under the key's read lock, then checked again
+                // under the write locks of every key the waiter touches.
+                let waiter = {
+                    let shard = view.read(&key);
+                    let Some(entry) = shard.peek(&key) else {
+                        break;
+                    };
+                    let waiter = Self::first_served_by(&self.queues.lock(), db, &key, &entry.value);
+                    let Some(waiter) = waiter else {
+                        break;
+                    };
+                    waiter
+                };
+                let mut locked = view.write_many(&waiter.wait.keys(&key));
                 let mut queues = self.queues.lock();
-                let still_first = queues
-                    .get(&(db, key.clone()))
-                    .and_then(|q| q.front())
-                    .is_some_and(|w| Arc::ptr_eq(w, &waiter));
+                let still_first = locked.peek(&key).is_some_and(|entry| {
+                    Self::first_served_by(&queues, db, &key, &entry.value)
+                        .is_some_and(|w| Arc::ptr_eq(&w, &waiter))
+                });
                 if !still_first {
                     continue;
                 }
-                // Only a list with an element serves anyone; a key of
-                // another type leaves its waiters blocked, as in Redis.
-                if locked.peek(&key).and_then(|e| e.value.as_list()).is_none() {
-                    break;
-                }
-                let outcome = match waiter.pop.apply(&mut locked, &key, &limits) {
-                    Ok(Some(element)) => Outcome::Popped {
+                let outcome = match waiter.wait.apply(&mut locked, &key, &limits) {
+                    Ok(Some(popped)) => Outcome::Popped {
                         key: key.clone(),
-                        element,
+                        popped,
                     },
                     Ok(None) => break,
                     Err(error) => Outcome::Failed(error),
@@ -222,7 +330,7 @@ impl Blocking {
                     // the waiter queued; this one was not, so it listens.
                     let _ = sender.send(outcome);
                 }
-                if let Some((dest, _)) = &waiter.pop.to {
+                if let Some(dest) = waiter.wait.destination() {
                     ready.push((db, dest.clone()));
                 }
             }

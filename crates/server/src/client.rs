@@ -88,6 +88,9 @@ pub struct Transaction {
     pub queued: Option<Vec<Vec<bytes::Bytes>>>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub refused: bool,
+    /// A queued command may grow memory, so EXEC is refused over
+    /// maxmemory as that command would be.
+    pub grows_memory: bool,
     /// True while EXEC runs the queue: blocking commands do not block.
     pub executing: bool,
     /// Watched keys: database, key, and whether the key was live when
@@ -129,6 +132,7 @@ pub struct ClientHandle {
     last_interaction_ms: AtomicU64,
     protocol: AtomicU8,
     no_evict: AtomicBool,
+    blocked: AtomicBool,
     /// Bytes waiting in the query buffer.
     pub query_buffer: AtomicUsize,
     /// Bytes waiting in the output buffer.
@@ -167,6 +171,12 @@ impl ClientHandle {
         self.no_evict.store(on, Ordering::Relaxed);
     }
 
+    /// Records whether the client waits in a blocking command, for CLIENT
+    /// LIST's `b` flag.
+    pub fn set_blocked(&self, on: bool) {
+        self.blocked.store(on, Ordering::Relaxed);
+    }
+
     /// Asks the connection to close; it notices at its next wait.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
@@ -201,11 +211,17 @@ impl ClientHandle {
             0 => "NULL",
             id => commands.specs()[id - 1].name,
         };
-        let flags = if self.no_evict.load(Ordering::Relaxed) {
-            "e"
-        } else {
-            "N"
-        };
+        // In Redis's order; N when there is none.
+        let mut flags = String::new();
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
+        if self.no_evict.load(Ordering::Relaxed) {
+            flags.push('e');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
         let obuf = self.output_buffer.load(Ordering::Relaxed);
         format!(
@@ -253,6 +269,7 @@ impl Clients {
             last_interaction_ms: AtomicU64::new(now_ms),
             protocol: AtomicU8::new(2),
             no_evict: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
             query_buffer: AtomicUsize::new(0),
             output_buffer: AtomicUsize::new(0),
             killed: AtomicBool::new(false),

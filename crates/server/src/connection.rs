@@ -374,6 +374,7 @@ impl Connection<'_> {
                 }
             }
         };
+        self.client.handle.set_blocked(false);
         let outcome = match ended {
             Some(Some(outcome)) => Some(outcome),
             Some(None) => {

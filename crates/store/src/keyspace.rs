@@ -813,8 +813,20 @@ impl<'a> WriteShard<'a> {
     }
 
     /// Marks `flag` when `key` is next written, expired or evicted (WATCH).
-    pub fn watch(&mut self, key: &[u8], flag: &crate::shard::WatchFlag) {
+    /// A key already expired is reclaimed first: Redis counts the later
+    /// deletion of a key that was expired when watched as no change.
+    /// Returns whether the key is live.
+    pub fn watch(&mut self, key: &[u8], flag: &crate::shard::WatchFlag) -> bool {
+        let now_ms = self.now_ms;
+        if self
+            .guard
+            .get_even_expired(key)
+            .is_some_and(|e| e.is_expired(now_ms))
+        {
+            self.guard.remove(key, now_ms);
+        }
         self.guard.watch(key, flag);
+        self.peek(key).is_some()
     }
 
     /// Stops marking `flag` for `key` (UNWATCH, EXEC, disconnect).

@@ -20,9 +20,19 @@
 //!
 //! Every change to what the shard holds goes through this file, so the byte
 //! count ([`Shard::used_bytes`]), the TTL totals and the deadline index are
-//! exact by construction — and so are WATCH notifications: every insert,
-//! in-place change, TTL change, removal, expiry and eviction of a key marks
-//! the clients watching it (one emptiness check when nobody watches).
+//! exact by construction — and so are WATCH notifications, which mark the
+//! clients watching a key exactly when Redis's `signalModifiedKey` would:
+//!
+//! - Inserts and removals (including expiry and eviction) always mark: a
+//!   key that appears or goes has changed.
+//! - An [`EntryMut`] marks when it is dropped, if anything was borrowed
+//!   mutably through it ([`EntryMut::value_mut`], a TTL change). A command
+//!   whose write turned out to change nothing (SADD of a present member,
+//!   HDEL of an absent field) says so with [`EntryMut::unchanged`]. The
+//!   default is thus the safe side: a write that forgets to say it changed
+//!   nothing costs a needless EXEC failure, never a missed one.
+//!
+//! When nobody watches, marking costs one emptiness check.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
@@ -346,6 +356,7 @@ impl Shard {
             shard: self,
             slot,
             heap_before,
+            modified: false,
         })
     }
 
@@ -567,11 +578,13 @@ impl Shard {
 }
 
 /// A live entry borrowed for modification; the shard's totals are brought
-/// up to date when it is dropped, whatever was changed.
+/// up to date when it is dropped, whatever was changed, and its watchers
+/// are marked if it was modified (see the module notes).
 pub struct EntryMut<'a> {
     shard: &'a mut Shard,
     slot: u32,
     heap_before: usize,
+    modified: bool,
 }
 
 impl EntryMut<'_> {
@@ -581,17 +594,24 @@ impl EntryMut<'_> {
         self.shard.slot(slot).expect("borrowed slot is occupied")
     }
 
-    /// The value, for in-place changes (APPEND, INCR, SETRANGE).
+    /// The value, for in-place changes (APPEND, INCR, SETRANGE). Counts
+    /// as a modification unless [`EntryMut::unchanged`] follows.
     pub fn value_mut(&mut self) -> &mut crate::Value {
-        let entry = self.entry();
-        self.shard.touch(entry.key());
+        self.modified = true;
         &mut self.shard.slot_mut(self.slot).value
+    }
+
+    /// Declares that nothing was changed through this guard after all, so
+    /// watchers are not marked: Redis does not signal a write that changed
+    /// nothing (SADD of a present member, ZADD of an equal score).
+    pub fn unchanged(&mut self) {
+        self.modified = false;
     }
 
     /// Sets or clears the TTL, keeping the shard's TTL totals exact.
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
+        self.modified = true;
         let old = self.entry().expire_at_ms();
-        self.shard.touch(self.entry().key());
         let bytes = Shard::entry_bytes(self.entry());
         self.shard.track_expire(self.slot, old, at, bytes);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
@@ -620,6 +640,9 @@ impl Drop for EntryMut<'_> {
     fn drop(&mut self) {
         if self.slot != u32::MAX {
             self.sync_bytes();
+            if self.modified {
+                self.shard.touch(self.entry().key());
+            }
         }
     }
 }
@@ -779,6 +802,38 @@ mod tests {
             grew += usize::from(growth > 0);
         }
         assert!(grew > 5, "the tables grew several times");
+    }
+
+    #[test]
+    fn watchers_are_marked_only_by_modifications() {
+        let mut shard = Shard::new(RandomState::default());
+        let flag = WatchFlag::default();
+        let marked = || flag.swap(false, Ordering::Relaxed);
+        shard.insert(entry("k", "v", None), 0);
+        shard.watch(b"k", &flag);
+        assert!(!marked());
+        shard.get_mut(b"k", 0).unwrap();
+        assert!(!marked(), "a write borrow alone changes nothing");
+        let mut e = shard.get_mut(b"k", 0).unwrap();
+        e.value_mut();
+        e.unchanged();
+        drop(e);
+        assert!(!marked(), "the writer said nothing changed");
+        shard.get_mut(b"k", 0).unwrap().value_mut();
+        assert!(marked());
+        shard.get_mut(b"k", 0).unwrap().set_expire_at_ms(Some(50));
+        assert!(marked());
+        shard.insert(entry("k", "v", None), 0);
+        assert!(marked());
+        shard.remove(b"k", 0);
+        assert!(marked());
+        shard.insert(entry("k", "v", Some(10)), 0);
+        marked();
+        shard.reclaim_expired(10, 10, &mut Vec::new());
+        assert!(marked(), "expiry is a modification");
+        shard.unwatch(b"k", &flag);
+        shard.insert(entry("k", "v", None), 0);
+        assert!(!marked());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
+use super::edit::{edit, Edit};
 use super::{errors, Ctx, Error, Spec, BASE};
 
 /// APPEND.
@@ -27,14 +28,13 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut shard = db.write(key);
     let len = match shard.entry(key) {
         Lookup::Found(mut entry) => {
-            let s = entry
-                .value_mut()
-                .as_str_mut()
-                .ok_or(Error::from(errors::WRONGTYPE))?;
-            check_length(s.len() as u64, tail.len() as u64, max)?;
-            let bytes = s.make_growable();
-            bytes.extend_from_slice(tail);
-            bytes.len()
+            edit(&mut entry, Value::as_str_mut, |s| {
+                check_length(s.len() as u64, tail.len() as u64, max)?;
+                let bytes = s.make_growable();
+                bytes.extend_from_slice(tail);
+                // Redis signals APPEND even of an empty string.
+                Ok(Edit::changed(bytes.len()))
+            })?
         }
         Lookup::Missing(vacant) => {
             vacant.insert(Value::Str(Str::from_bytes(tail)), None);

@@ -1,5 +1,6 @@
 //! The blocking pops: BLPOP and BRPOP key [key ...] timeout, and BLMOVE
-//! source destination LEFT|RIGHT LEFT|RIGHT timeout.
+//! source destination LEFT|RIGHT LEFT|RIGHT timeout; the sorted-set ones
+//! (`bzpop`) share the way they try and block.
 //!
 //! Each first tries at once, keys in order, exactly as LPOP/RPOP/LMOVE
 //! would. If every key is missing the client blocks (see
@@ -12,7 +13,7 @@ use keel_store::End;
 use super::collection::limits;
 use super::lmove::{end, Pop};
 use super::{parse_f64, Ctx, Error, Spec, BASE};
-use crate::blocking::{write_outcome, Outcome};
+use crate::blocking::{write_outcome, Outcome, Wait};
 use crate::client::AfterReply;
 
 const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
@@ -61,15 +62,20 @@ pub const BLMOVE: Spec = Spec {
                 to: Some((args[2].clone(), end(&args[4])?)),
             };
             let deadline = deadline(&args[5])?;
-            block(ctx, &args[1..2], pop, deadline)
+            block(ctx, &args[1..2], Wait::List(pop), deadline)
         },
     )
 };
 
 fn pop_any(ctx: &mut Ctx, args: &[Bytes], from: End) -> Result<(), Error> {
+    pop_first(ctx, args, Wait::List(Pop { from, to: None }))
+}
+
+/// The blocking pops of the form `key [key ...] timeout`: `wait` on the
+/// first key that has an element.
+pub fn pop_first(ctx: &mut Ctx, args: &[Bytes], wait: Wait) -> Result<(), Error> {
     let deadline = deadline(&args[args.len() - 1])?;
-    let pop = Pop { from, to: None };
-    block(ctx, &args[1..args.len() - 1], pop, deadline)
+    block(ctx, &args[1..args.len() - 1], wait, deadline)
 }
 
 /// Parses a timeout in seconds (a float; 0 waits forever) into a deadline,
@@ -101,31 +107,27 @@ fn deadline(arg: &[u8]) -> Result<Option<tokio::time::Instant>, Error> {
 fn block(
     ctx: &mut Ctx,
     sources: &[Bytes],
-    pop: Pop,
+    wait: Wait,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<(), Error> {
     let limits = limits(ctx);
     let db = ctx.db();
-    let mut keys = sources.to_vec();
-    keys.extend(pop.to.iter().map(|(dest, _)| dest.clone()));
+    let keys: Vec<Bytes> = sources.iter().flat_map(|s| wait.keys(s)).collect();
     let mut locked = db.write_many(&keys);
     for source in sources {
-        if let Some(element) = pop.apply(&mut locked, source, &limits)? {
+        if let Some(popped) = wait.apply(&mut locked, source, &limits)? {
             let key = source.clone();
-            write_outcome(&mut ctx.w(), &pop, Some(Outcome::Popped { key, element }));
+            write_outcome(&mut ctx.w(), &wait, Some(Outcome::Popped { key, popped }));
             return Ok(());
         }
     }
     if ctx.client.tx.executing {
-        // Nil in the shape of the non-blocking form (LMOVE's null bulk).
-        match pop.to {
-            Some(_) => ctx.w().null(),
-            None => ctx.w().null_array(),
-        }
+        wait.write_nothing(&mut ctx.w());
         return Ok(());
     }
+    ctx.client.handle.set_blocked(true);
     let blocking = &ctx.server.blocking;
-    let blocked = blocking.register(ctx.client.db, sources.to_vec(), pop, deadline);
+    let blocked = blocking.register(ctx.client.db, sources.to_vec(), wait, deadline);
     drop(locked);
     ctx.client.after_reply = Some(AfterReply::Block(blocked));
     Ok(())

@@ -9,7 +9,8 @@
 
 use keel_store::{Hash, Limits, List, Lookup, Set, Value, WriteShard, ZSet};
 
-use super::{errors, is, parse_i64, Ctx, Error};
+pub use super::edit::Edit;
+use super::{edit::edit, errors, is, parse_i64, Ctx, Error};
 
 /// A collection type as stored in a [`Value`].
 pub trait Kind: Default {
@@ -101,20 +102,17 @@ pub enum Missing {
 }
 
 /// Runs `f` on the collection at `key` in an already locked shard, creating
-/// it or not as `missing` says; deletes the key if `f` empties it.
+/// it or not as `missing` says; deletes the key if `f` empties it. Watchers
+/// of the key are marked as `f`'s [`Edit`] says (see [`edit`]).
 pub fn update_in<T: Kind, R>(
     shard: &mut WriteShard,
     key: &[u8],
     missing: Missing,
-    f: impl FnOnce(&mut T) -> Result<R, Error>,
+    f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
 ) -> Result<Option<R>, Error> {
     match shard.entry(key) {
         Lookup::Found(mut entry) => {
-            if T::of(&entry.entry().value).is_none() {
-                return Err(wrongtype());
-            }
-            let collection = T::of_mut(entry.value_mut()).expect("type checked above");
-            let result = f(collection);
+            let result = edit(&mut entry, T::of_mut, f);
             if entry.entry().value.is_empty_collection() {
                 crate::lazyfree::free(entry.remove());
             }
@@ -123,7 +121,7 @@ pub fn update_in<T: Kind, R>(
         Lookup::Missing(_) if missing == Missing::Skip => Ok(None),
         Lookup::Missing(vacant) => {
             let mut collection = T::default();
-            let result = f(&mut collection)?;
+            let result = f(&mut collection)?.into_result();
             let value = collection.into_value();
             if !value.is_empty_collection() {
                 vacant.insert(value, None);
@@ -138,7 +136,7 @@ pub fn update<T: Kind, R>(
     ctx: &mut Ctx,
     key: &[u8],
     missing: Missing,
-    f: impl FnOnce(&mut T) -> Result<R, Error>,
+    f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
 ) -> Result<Option<R>, Error> {
     let db = ctx.db();
     let mut shard = db.write(key);

@@ -43,7 +43,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             entry.remove();
         }
         (_, Some(at)) => entry.set_expire_at_ms(Some(at)),
-        (Ttl::Persist, None) => entry.set_expire_at_ms(None),
+        (Ttl::Persist, None) if entry.entry().expire_at_ms().is_some() => {
+            entry.set_expire_at_ms(None)
+        }
         _ => {}
     }
     Ok(())

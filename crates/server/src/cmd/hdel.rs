@@ -2,7 +2,7 @@
 
 use keel_store::Hash;
 
-use super::collection::{update, Missing};
+use super::collection::{update, Edit, Missing};
 use super::{Spec, BASE};
 
 /// HDEL.
@@ -18,7 +18,9 @@ pub const SPEC: Spec = Spec {
     complexity: "O(N) where N is the number of fields to be removed.",
     run: |ctx, args| {
         let removed = update(ctx, &args[1], Missing::Skip, |hash: &mut Hash| {
-            Ok(args[2..].iter().filter(|f| hash.remove(f)).count())
+            Ok(Edit::count(
+                args[2..].iter().filter(|f| hash.remove(f)).count(),
+            ))
         })?;
         ctx.w().integer(removed.unwrap_or(0) as i64);
         Ok(())

@@ -3,7 +3,7 @@
 
 use keel_store::{parse_canonical_i64, Hash};
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::incrbyfloat::hash_increment;
 use super::{errors, parse_i64, Error, Spec, BASE};
 
@@ -27,7 +27,7 @@ pub const HINCRBY: Spec = Spec {
             };
             let next = current.checked_add(by).ok_or(Error::from(errors::OVERFLOW))?;
             hash.set(&args[2], next.to_string().as_bytes(), &limits);
-            Ok(next)
+            Ok(Edit::changed(next))
         })?;
         ctx.w().integer(next.expect("created when missing"));
         Ok(())
@@ -47,7 +47,7 @@ pub const HINCRBYFLOAT: Spec = Spec {
             let current = hash.get(&args[2]).unwrap_or(b"0");
             let text = hash_increment(current, &args[3])?;
             hash.set(&args[2], text.as_bytes(), &limits);
-            Ok(text)
+            Ok(Edit::changed(text))
         })?;
         ctx.w().bulk(text.expect("created when missing").as_bytes());
         Ok(())

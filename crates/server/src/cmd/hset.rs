@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::Hash;
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::{Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
@@ -57,7 +57,8 @@ pub const HSETNX: Spec = Spec {
         |ctx, args| {
             let limits = limits(ctx);
             let added = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
-                Ok(hash.get(&args[2]).is_none() && hash.set(&args[2], &args[3], &limits))
+                let added = hash.get(&args[2]).is_none() && hash.set(&args[2], &args[3], &limits);
+                Ok(Edit::changed_if(added, added))
             })?;
             ctx.w().integer(i64::from(added == Some(true)));
             Ok(())
@@ -72,10 +73,12 @@ fn set_pairs(ctx: &mut Ctx, args: &[Bytes], name: &str) -> Result<usize, Error> 
     }
     let limits = limits(ctx);
     let added = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
-        Ok(args[2..]
-            .chunks(2)
-            .filter(|pair| hash.set(&pair[0], &pair[1], &limits))
-            .count())
+        Ok(Edit::changed(
+            args[2..]
+                .chunks(2)
+                .filter(|pair| hash.set(&pair[0], &pair[1], &limits))
+                .count(),
+        ))
     })?;
     Ok(added.unwrap_or(0))
 }

@@ -3,6 +3,7 @@
 
 use keel_store::{Lookup, Str, Value};
 
+use super::edit::{edit, Edit};
 use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
@@ -56,18 +57,14 @@ fn add(ctx: &mut Ctx, key: &[u8], by: i64) -> Result<(), Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let result = match shard.entry(key) {
-        Lookup::Found(mut entry) => {
-            let s = entry
-                .value_mut()
-                .as_str_mut()
-                .ok_or(Error::from(errors::WRONGTYPE))?;
+        Lookup::Found(mut entry) => edit(&mut entry, Value::as_str_mut, |s| {
             let current = s.as_i64().ok_or(Error::from(errors::NOT_INTEGER))?;
             let next = current
                 .checked_add(by)
                 .ok_or(Error::from(errors::OVERFLOW))?;
             *s = Str::Int(next);
-            next
-        }
+            Ok(Edit::changed(next))
+        })?,
         Lookup::Missing(vacant) => {
             vacant.insert(Value::Str(Str::Int(by)), None);
             by

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use keel_store::{End, Limits, List, MultiWrite};
 
-use super::collection::{limits, update_in, Missing};
+use super::collection::{limits, update_in, Edit, Missing};
 use super::{errors, is, Ctx, Error, Spec, BASE};
 
 /// LMOVE.
@@ -99,7 +99,10 @@ impl Pop {
             locked.shard(source),
             source,
             Missing::Skip,
-            |list: &mut List| Ok(list.pop(self.from, limits)),
+            |list: &mut List| {
+                let popped = list.pop(self.from, limits);
+                Ok(Edit::changed_if(popped.is_some(), popped))
+            },
         )?;
         let Some(element) = popped.flatten() else {
             return Ok(None);
@@ -111,7 +114,7 @@ impl Pop {
                 Missing::Create,
                 |list: &mut List| {
                     list.push(*to, &element, limits);
-                    Ok(())
+                    Ok(Edit::changed(()))
                 },
             )?;
         }

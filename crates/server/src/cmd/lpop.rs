@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use keel_store::{End, List};
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::{Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
@@ -50,9 +50,8 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], end: End, name: &str) -> Result<(), Error>
     let limits = limits(ctx);
     let popped = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
         let n = count.unwrap_or(1).min(list.len());
-        Ok((0..n)
-            .filter_map(|_| list.pop(end, &limits))
-            .collect::<Vec<_>>())
+        let popped: Vec<_> = (0..n).filter_map(|_| list.pop(end, &limits)).collect();
+        Ok(Edit::changed_if(!popped.is_empty(), popped))
     })?;
     let mut w = ctx.w();
     match (count, popped) {

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use keel_store::{End, List};
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::{Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
@@ -61,7 +61,7 @@ fn push(ctx: &mut Ctx, args: &[Bytes], end: End, missing: Missing) -> Result<(),
     let limits = limits(ctx);
     let len = update(ctx, &args[1], missing, |list: &mut List| {
         args[2..].iter().for_each(|e| list.push(end, e, &limits));
-        Ok(list.len())
+        Ok(Edit::changed(list.len()))
     })?;
     ctx.w().integer(len.unwrap_or(0) as i64);
     Ok(())

@@ -2,7 +2,7 @@
 
 use keel_store::List;
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::lrange::{position, range};
 use super::{errors, is, parse_i64, Spec, BASE};
 
@@ -35,7 +35,7 @@ pub const LSET: Spec = Spec {
                 let index = parse_i64(&args[2])?;
                 let at = position(list.len(), index).ok_or("ERR index out of range")?;
                 list.set(at, &args[3], &limits);
-                Ok(())
+                Ok(Edit::changed(()))
             })?;
             set.ok_or(errors::NO_SUCH_KEY)?;
             ctx.w().ok();
@@ -62,10 +62,10 @@ pub const LINSERT: Spec = Spec {
             let limits = limits(ctx);
             let len = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
                 let Some(pivot) = list.iter().position(|e| e == &args[3][..]) else {
-                    return Ok(-1);
+                    return Ok(Edit::unchanged(-1));
                 };
                 list.insert(pivot + usize::from(after), &args[4], &limits);
-                Ok(list.len() as i64)
+                Ok(Edit::changed(list.len() as i64))
             })?;
             ctx.w().integer(len.unwrap_or(0));
             Ok(())
@@ -108,7 +108,9 @@ pub const LREM: Spec = Spec {
                         from_head
                     }
                 };
-                Ok(list.retain(&limits, |i, _| matches.binary_search(&i).is_err()))
+                Ok(Edit::count(list.retain(&limits, |i, _| {
+                    matches.binary_search(&i).is_err()
+                })))
             })?;
             ctx.w().integer(removed.unwrap_or(0) as i64);
             Ok(())
@@ -128,7 +130,10 @@ pub const LTRIM: Spec = Spec {
             let limits = limits(ctx);
             update(ctx, &args[1], Missing::Skip, |list: &mut List| {
                 let keep = range(list.len(), start, stop);
-                Ok(list.retain(&limits, |i, _| keep.contains(&i)))
+                // Redis signals LTRIM even when it keeps every element.
+                Ok(Edit::changed(
+                    list.retain(&limits, |i, _| keep.contains(&i)),
+                ))
             })?;
             ctx.w().ok();
             Ok(())

@@ -24,6 +24,7 @@ use crate::server::Server;
 mod append;
 mod auth;
 mod blpop;
+mod bzpop;
 mod client;
 mod collection;
 mod command;
@@ -33,6 +34,7 @@ mod dbsize;
 mod debug;
 mod del;
 mod echo;
+mod edit;
 mod exists;
 mod expire;
 mod flush;
@@ -88,7 +90,7 @@ mod time;
 mod ttl;
 mod type_;
 mod zadd;
-mod zpop;
+pub mod zpop;
 mod zrandmember;
 mod zrange;
 mod zscore;
@@ -208,6 +210,8 @@ static COMMANDS: &[&Spec] = &[
     &blpop::BLPOP,
     &blpop::BRPOP,
     &blpop::BLMOVE,
+    &bzpop::BZPOPMIN,
+    &bzpop::BZPOPMAX,
     &client::SPEC,
     &command::SPEC,
     &config::SPEC,
@@ -267,6 +271,7 @@ static COMMANDS: &[&Spec] = &[
     &zscore::ZRANK,
     &zscore::ZREVRANK,
     &zrange::ZRANGE,
+    &zrange::ZRANGESTORE,
     &zrange::ZREVRANGE,
     &zrange::ZRANGEBYSCORE,
     &zrange::ZREVRANGEBYSCORE,
@@ -280,8 +285,13 @@ static COMMANDS: &[&Spec] = &[
     &zpop::ZREMRANGEBYSCORE,
     &zpop::ZREMRANGEBYLEX,
     &sscan::ZSCAN,
+    &zstore::ZUNION,
+    &zstore::ZINTER,
+    &zstore::ZDIFF,
+    &zstore::ZINTERCARD,
     &zstore::ZUNIONSTORE,
     &zstore::ZINTERSTORE,
+    &zstore::ZDIFFSTORE,
     &zrandmember::SPEC,
     &smove::SPEC,
     &spop::SPEC,
@@ -654,19 +664,17 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
             return reject(&mut ctx, Some(id), refusal.into());
         }
     }
-    let room = match spec.has_flag("denyoom") {
+    let room = match multi::refused_over_maxmemory(spec, ctx.client) {
         true => match server.make_room(now_ms, bytes_a_write_may_add(server, args)) {
             Some(room) => Some(room),
             None => return reject(&mut ctx, Some(id), errors::OOM.into()),
         },
         false => None,
     };
-    if let Some(queued) = ctx.client.tx.queued.as_mut() {
-        if !multi::runs_inside_multi(spec) {
-            queued.push(args.to_vec());
-            ctx.w().simple("QUEUED");
-            return;
-        }
+    if ctx.client.tx.queued.is_some() && !multi::runs_inside_multi(spec) {
+        multi::queue(ctx.client, spec, args);
+        ctx.w().simple("QUEUED");
+        return;
     }
     call(&mut ctx, id, args);
     drop(room);
@@ -715,12 +723,22 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
 }
 
 /// Refuses a command before it runs; inside MULTI this also dooms the
-/// transaction (EXEC will answer EXECABORT), as in Redis.
+/// transaction (EXEC will answer EXECABORT), and a refused EXEC discards
+/// it, naming why, as in Redis.
 fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
-    if ctx.client.tx.queued.is_some() {
-        ctx.client.tx.refused = true;
+    let is_exec = id.is_some_and(|id| ctx.server.commands.specs[id].name == "exec");
+    match ctx.client.tx.queued {
+        Some(_) if is_exec => {
+            multi::discard(ctx.server, ctx.client, ctx.now_ms);
+            let abort = format!("EXECABORT Transaction discarded because of: {}", err.0);
+            ctx.w().error(&abort);
+        }
+        Some(_) => {
+            ctx.client.tx.refused = true;
+            ctx.w().error(&err.0);
+        }
+        None => ctx.w().error(&err.0),
     }
-    ctx.w().error(&err.0);
     ctx.server.stats.record_rejection(id);
 }
 

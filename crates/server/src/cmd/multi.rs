@@ -3,7 +3,10 @@
 //! Between MULTI and EXEC a connection's commands are checked (name,
 //! arity, authentication, memory) and queued, each answered `+QUEUED`; a
 //! command refused while queueing dooms the transaction (EXEC answers
-//! EXECABORT), as in Redis.
+//! EXECABORT), as in Redis. Over maxmemory, as in Redis, every command
+//! inside MULTI is refused (a queue grows memory too), and so is EXEC of a
+//! queue holding a command that may grow memory: that discards the
+//! transaction with an EXECABORT naming the reason.
 //!
 //! EXEC runs the queue atomically across every shard and database with
 //! `Store::lock_all`: it takes every shard lock in the store's fixed order
@@ -13,10 +16,12 @@
 //! takes a global lock — only EXEC pays, once per transaction.
 //!
 //! WATCH registers the connection's flag with the shard of each key; the
-//! shard sets it on any write to the key, including expiry and eviction
-//! (see `keel_store::shard`). EXEC, once it holds every lock, fails with a
-//! null reply if the flag is set or a key live at WATCH time has since
-//! expired. Watches end with EXEC, DISCARD, UNWATCH, RESET or disconnect.
+//! shard sets it when the key is modified as Redis signals it — a write
+//! that changes nothing does not count — and when it expires, is evicted
+//! or flushed (see `keel_store::shard` and `edit`). EXEC, once it holds
+//! every lock, fails with a null reply if the flag is set or a key live at
+//! WATCH time has expired since. Watches end with EXEC, DISCARD, UNWATCH,
+//! RESET or disconnect.
 
 use std::sync::atomic::Ordering;
 
@@ -47,7 +52,6 @@ pub const MULTI: Spec = spec("multi", 1, "Starts a transaction.", |ctx, _| {
         return Err("ERR MULTI calls can not be nested".into());
     }
     ctx.client.tx.queued = Some(Vec::new());
-    ctx.client.tx.refused = false;
     ctx.w().ok();
     Ok(())
 });
@@ -62,10 +66,10 @@ pub const EXEC: Spec = Spec {
 
 /// DISCARD.
 pub const DISCARD: Spec = spec("discard", 1, "Discards a transaction.", |ctx, _| {
-    if ctx.client.tx.queued.take().is_none() {
+    if ctx.client.tx.queued.is_none() {
         return Err("ERR DISCARD without MULTI".into());
     }
-    unwatch_all(ctx.server, ctx.client, ctx.now_ms);
+    discard(ctx.server, ctx.client, ctx.now_ms);
     ctx.w().ok();
     Ok(())
 });
@@ -108,6 +112,36 @@ pub fn runs_inside_multi(spec: &Spec) -> bool {
     )
 }
 
+/// Queues a command inside MULTI. Once a command was refused the
+/// transaction is doomed, so nothing more is kept, as in Redis.
+pub fn queue(client: &mut Client, spec: &Spec, args: &[Bytes]) {
+    let tx = &mut client.tx;
+    if let Some(queued) = tx.queued.as_mut().filter(|_| !tx.refused) {
+        queued.push(args.to_vec());
+        tx.grows_memory |= spec.has_flag("denyoom");
+    }
+}
+
+/// Whether `spec`, called by `client`, is refused over maxmemory. As in
+/// Redis: commands that may grow memory; inside MULTI every command but
+/// those that end the transaction or the connection, since a queue grows
+/// memory too; and EXEC if its queue holds a command that may grow it.
+pub fn refused_over_maxmemory(spec: &Spec, client: &Client) -> bool {
+    match client.tx.queued {
+        None => spec.has_flag("denyoom"),
+        Some(_) if spec.name == "exec" => client.tx.grows_memory,
+        Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
+    }
+}
+
+/// Ends the transaction of `client`, if any, and every watch.
+pub fn discard(server: &Server, client: &mut Client, now_ms: u64) {
+    client.tx.queued = None;
+    client.tx.refused = false;
+    client.tx.grows_memory = false;
+    unwatch_all(server, client, now_ms);
+}
+
 fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if ctx.client.tx.queued.is_some() {
         return Err("ERR WATCH inside MULTI is not allowed".into());
@@ -123,9 +157,7 @@ fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         {
             continue;
         }
-        let mut shard = db.write(key);
-        shard.watch(key, &tx.dirty);
-        let live = shard.peek(key).is_some();
+        let live = db.write(key).watch(key, &tx.dirty);
         tx.watched.push((db_index, key.clone(), live));
     }
     ctx.w().ok();
@@ -149,10 +181,11 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     let Some(queued) = ctx.client.tx.queued.take() else {
         return Err("ERR EXEC without MULTI".into());
     };
-    if std::mem::take(&mut ctx.client.tx.refused) {
-        unwatch_all(ctx.server, ctx.client, ctx.now_ms);
+    if ctx.client.tx.refused {
+        discard(ctx.server, ctx.client, ctx.now_ms);
         return Err("EXECABORT Transaction discarded because of previous errors.".into());
     }
+    ctx.client.tx.grows_memory = false;
     let all = ctx.server.store.lock_all();
     let tx = &ctx.client.tx;
     let watched_changed = tx.dirty.load(Ordering::Relaxed)

@@ -27,10 +27,9 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
-    ctx.client.tx.queued = None;
+    super::multi::discard(ctx.server, ctx.client, ctx.now_ms);
     let id = ctx.client.handle.id;
     ctx.client.subscriptions.leave_all(&ctx.server.pubsub, id);
-    super::unwatch_all(ctx.server, ctx.client, ctx.now_ms);
     let client = &mut *ctx.client;
     client.db = 0;
     client.protocol = Protocol::Resp2;

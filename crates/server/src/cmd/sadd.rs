@@ -2,7 +2,7 @@
 
 use keel_store::Set;
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::{Spec, BASE};
 
 /// SADD.
@@ -18,7 +18,9 @@ pub const SADD: Spec = Spec {
     run: |ctx, args| {
         let limits = limits(ctx);
         let added = update(ctx, &args[1], Missing::Create, |set: &mut Set| {
-            Ok(args[2..].iter().filter(|m| set.insert(m, &limits)).count())
+            Ok(Edit::count(
+                args[2..].iter().filter(|m| set.insert(m, &limits)).count(),
+            ))
         })?;
         ctx.w().integer(added.unwrap_or(0) as i64);
         Ok(())
@@ -35,7 +37,9 @@ pub const SREM: Spec = Spec {
     complexity: "O(N) where N is the number of members to be removed.",
     run: |ctx, args| {
         let removed = update(ctx, &args[1], Missing::Skip, |set: &mut Set| {
-            Ok(args[2..].iter().filter(|m| set.remove(m)).count())
+            Ok(Edit::count(
+                args[2..].iter().filter(|m| set.remove(m)).count(),
+            ))
         })?;
         ctx.w().integer(removed.unwrap_or(0) as i64);
         Ok(())

@@ -5,7 +5,8 @@ use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
 use super::append::check_length;
-use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use super::edit::{edit, Edit};
+use super::{parse_i64, Ctx, Error, Spec, BASE};
 
 /// SETRANGE.
 pub const SPEC: Spec = Spec {
@@ -33,18 +34,17 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let len = match shard.entry(key) {
-        Lookup::Found(mut entry) => {
-            let s = entry
-                .value_mut()
-                .as_str_mut()
-                .ok_or(Error::from(errors::WRONGTYPE))?;
+        Lookup::Found(mut entry) => edit(&mut entry, Value::as_str_mut, |s| {
             if value.is_empty() {
-                s.len()
-            } else {
-                check_length(offset, value.len() as u64, max)?;
-                overwrite(s.make_growable(), offset as usize, value)
+                return Ok(Edit::unchanged(s.len()));
             }
-        }
+            check_length(offset, value.len() as u64, max)?;
+            Ok(Edit::changed(overwrite(
+                s.make_growable(),
+                offset as usize,
+                value,
+            )))
+        })?,
         Lookup::Missing(_) if value.is_empty() => 0,
         Lookup::Missing(vacant) => {
             check_length(offset, value.len() as u64, max)?;

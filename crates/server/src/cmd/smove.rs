@@ -3,7 +3,7 @@
 
 use keel_store::Set;
 
-use super::collection::{limits, update_in, Missing};
+use super::collection::{limits, update_in, Edit, Missing};
 use super::{errors, Spec, BASE};
 
 /// SMOVE.
@@ -37,14 +37,20 @@ pub const SPEC: Spec = Spec {
             locked.shard(source),
             source,
             Missing::Skip,
-            |set: &mut Set| Ok(set.remove(member)),
+            |set: &mut Set| {
+                let removed = set.remove(member);
+                Ok(Edit::changed_if(removed, removed))
+            },
         )?;
         if removed == Some(true) {
             update_in(
                 locked.shard(destination),
                 destination,
                 Missing::Create,
-                |set: &mut Set| Ok(set.insert(member, &limits)),
+                |set: &mut Set| {
+                    let added = set.insert(member, &limits);
+                    Ok(Edit::changed_if(added, ()))
+                },
             )?;
         }
         ctx.w().integer(i64::from(removed == Some(true)));

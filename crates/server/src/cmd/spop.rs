@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::Set;
 
-use super::collection::{update, Missing};
+use super::collection::{update, Edit, Missing};
 use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// SPOP.
@@ -33,9 +33,8 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut rng = rand::thread_rng();
     let popped = update(ctx, &args[1], Missing::Skip, |set: &mut Set| {
         let n = count.unwrap_or(1).min(set.len() as u64);
-        Ok((0..n)
-            .filter_map(|_| set.pop_random(&mut rng))
-            .collect::<Vec<_>>())
+        let popped: Vec<_> = (0..n).filter_map(|_| set.pop_random(&mut rng)).collect();
+        Ok(Edit::changed_if(!popped.is_empty(), popped))
     })?
     .unwrap_or_default();
     let mut w = ctx.w();

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use keel_store::{Limits, ZSet};
 
-use super::collection::{limits, update, Missing};
+use super::collection::{limits, update, Edit, Missing};
 use super::{errors, is, Ctx, Error, Spec, BASE};
 
 /// Parses a score argument as Redis's `string2d`: `parse_f64`'s syntax,
@@ -109,7 +109,7 @@ fn add(ctx: &mut Ctx, key: &[u8], pairs: &[Bytes], flags: Flags) -> Result<(), E
                 Outcome::Kept(s) => s,
             };
         }
-        Ok(())
+        Ok(Edit::changed_if(changed > 0, ()))
     })?;
     let mut w = ctx.w();
     match (flags.incr, last) {
@@ -196,7 +196,9 @@ pub const ZREM: Spec = Spec {
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     run: |ctx, args| {
         let removed = update(ctx, &args[1], Missing::Skip, |zset: &mut ZSet| {
-            Ok(args[2..].iter().filter(|m| zset.remove(m)).count())
+            Ok(Edit::count(
+                args[2..].iter().filter(|m| zset.remove(m)).count(),
+            ))
         })?;
         ctx.w().integer(removed.unwrap_or(0) as i64);
         Ok(())

@@ -1,15 +1,17 @@
-//! Sorted-set range reads: ZRANGE (by index, BYSCORE or BYLEX, REV,
-//! LIMIT, WITHSCORES) and its older forms ZREVRANGE, ZRANGEBYSCORE,
-//! ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX; ZCOUNT and ZLEXCOUNT.
+//! Sorted-set ranges: ZRANGE (by index, BYSCORE or BYLEX, REV, LIMIT,
+//! WITHSCORES), its older forms ZREVRANGE, ZRANGEBYSCORE,
+//! ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX, and ZRANGESTORE, which
+//! stores the range instead of replying with it; ZCOUNT and ZLEXCOUNT.
 //!
 //! Every form turns its bounds into a window of ascending ranks (two
 //! O(log n) rank queries for scores and lex bounds), applies REV and LIMIT
 //! to the window, then walks it: O(log n + m) for m elements returned.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use bytes::Bytes;
-use keel_resp::Protocol;
+use keel_resp::{Protocol, Writer};
 use keel_store::ZSet;
 
 use super::collection::read;
@@ -104,13 +106,18 @@ struct Request {
 
 /// Parses the options after `key min max` (zrangeGenericCommand):
 /// `by` and `rev` are fixed by the older command forms, and naming them
-/// again is a syntax error.
-fn parse_request(args: &[Bytes], by: Option<By>, rev: Option<bool>) -> Result<Request, Error> {
+/// again is a syntax error; so is WITHSCORES when the range is stored.
+fn parse_request(
+    args: &[Bytes],
+    by: Option<By>,
+    rev: Option<bool>,
+    store: bool,
+) -> Result<Request, Error> {
     let (mut by, mut rev, mut withscores, mut limit) = (by, rev, false, None);
     let mut j = 4;
     while j < args.len() {
         let arg = &args[j];
-        if is(arg, "withscores") {
+        if !store && is(arg, "withscores") {
             withscores = true;
         } else if is(arg, "limit") && j + 2 < args.len() {
             limit = Some((parse_i64(&args[j + 1])?, parse_i64(&args[j + 2])?));
@@ -189,7 +196,46 @@ impl Window {
 
 /// Runs a range command: `by`/`rev` preset by the older forms.
 fn range(ctx: &mut Ctx, args: &[Bytes], by: Option<By>, rev: Option<bool>) -> Result<(), Error> {
-    let request = parse_request(args, by, rev)?;
+    let (request, window) = parse_range(args, by, rev, false)?;
+    read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
+        let elements = zset.map_or(Vec::new(), |z| select(z, &request, &window));
+        write_elements(&mut ctx.w(), &elements, request.withscores);
+        Ok(())
+    })
+}
+
+/// ZRANGESTORE destination source min max ...: the range of `source`
+/// stored at `destination` (deleted when empty), both locked together.
+fn range_store(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let (destination, source) = (&args[1], &args[2]);
+    // Past the destination, the arguments are laid out as ZRANGE's.
+    let (request, window) = parse_range(&args[1..], None, None, true)?;
+    let limits = super::collection::limits(ctx);
+    let db = ctx.db();
+    let mut locked = db.write_many(&[destination, source]);
+    let mut result = ZSet::default();
+    if let Some(entry) = locked.peek(source) {
+        let zset = entry.value.as_zset().ok_or(errors::WRONGTYPE)?;
+        for (member, score) in select(zset, &request, &window) {
+            result.insert(&member, score, &limits);
+        }
+    }
+    let len = result.len();
+    let value = keel_store::Value::ZSet(Box::new(result));
+    super::collection::store_in(locked.shard(destination), destination, value);
+    ctx.w().integer(len as i64);
+    Ok(())
+}
+
+/// Parses a range command laid out as ZRANGE's: the request and its
+/// window, before the key is looked up.
+fn parse_range(
+    args: &[Bytes],
+    by: Option<By>,
+    rev: Option<bool>,
+    store: bool,
+) -> Result<(Request, Window), Error> {
+    let request = parse_request(args, by, rev, store)?;
     // The reversed forms name the high end first.
     let (low, high) = match request.rev && request.by != By::Index {
         true => (&args[3], &args[2]),
@@ -200,29 +246,39 @@ fn range(ctx: &mut Ctx, args: &[Bytes], by: Option<By>, rev: Option<bool>) -> Re
         By::Score => Window::Between(End::score(low)?, End::score(high)?),
         By::Lex => Window::Between(End::lex(low)?, End::lex(high)?),
     };
-    read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
-        let mut elements: Vec<_> = zset.map_or(Vec::new(), |z| {
-            let ranks = window.ranks(z, request.rev, request.limit);
-            z.range(ranks.start, ranks.end).collect()
-        });
-        if request.rev {
-            elements.reverse();
+    Ok((request, window))
+}
+
+/// The elements `request` selects from `zset`, in the order it asks for.
+fn select<'z>(zset: &'z ZSet, request: &Request, window: &Window) -> Vec<(Cow<'z, [u8]>, f64)> {
+    let ranks = window.ranks(zset, request.rev, request.limit);
+    let mut elements: Vec<_> = zset.range(ranks.start, ranks.end).collect();
+    if request.rev {
+        elements.reverse();
+    }
+    elements
+}
+
+/// Writes sorted-set elements in order, with their scores if `withscores`:
+/// flat in RESP2, `[member, score]` pairs in RESP3 (an array, not a map,
+/// so the order holds), as Redis replies.
+pub(super) fn write_elements<M: AsRef<[u8]>>(
+    w: &mut Writer,
+    elements: &[(M, f64)],
+    withscores: bool,
+) {
+    let pairs = withscores && w.protocol() == Protocol::Resp3;
+    let flat = if withscores && !pairs { 2 } else { 1 };
+    w.array(elements.len() * flat);
+    for (member, score) in elements {
+        if pairs {
+            w.array(2);
         }
-        let mut w = ctx.w();
-        let pairs = request.withscores && w.protocol() == Protocol::Resp3;
-        let flat = if request.withscores && !pairs { 2 } else { 1 };
-        w.array(elements.len() * flat);
-        for (member, score) in &elements {
-            if pairs {
-                w.array(2);
-            }
-            w.bulk(member);
-            if request.withscores {
-                w.double(*score);
-            }
+        w.bulk(member.as_ref());
+        if withscores {
+            w.double(*score);
         }
-        Ok(())
-    })
+    }
 }
 
 const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
@@ -298,6 +354,21 @@ pub const ZREVRANGEBYLEX: Spec = Spec {
         -4,
         "Returns members in a sorted set within a lexicographical range in reverse order.",
         |ctx, args| range(ctx, args, Some(By::Lex), Some(true)),
+    )
+};
+
+/// ZRANGESTORE.
+pub const ZRANGESTORE: Spec = Spec {
+    flags: &["write", "denyoom"],
+    keys: (1, 2, 1),
+    acl: &["@write", "@sortedset", "@slow"],
+    since: "6.2.0",
+    complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
+    ..spec(
+        "zrangestore",
+        -5,
+        "Stores a range of members from sorted set in a key.",
+        range_store,
     )
 };
 
