@@ -79,6 +79,8 @@ pub struct Blocked {
     receiver: oneshot::Receiver<Outcome>,
     /// When to give up; `None` waits forever.
     pub deadline: Option<tokio::time::Instant>,
+    /// The blocking command's run, for its latency once it is served.
+    pub execution: Option<crate::cmd::Execution>,
 }
 
 impl Blocked {
@@ -148,6 +150,7 @@ impl Blocking {
             waiter,
             receiver,
             deadline,
+            execution: None,
         }
     }
 

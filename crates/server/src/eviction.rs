@@ -131,7 +131,9 @@ async fn evict_to_low_watermark(server: &Server) {
             }
         }
         let worked = started.elapsed();
-        server.stats.count_eviction(worked);
+        server
+            .stats
+            .record_work(crate::stats::Work::EvictionBatch, worked);
         let used = server.store.dataset_bytes() as u64;
         if used <= marks.low || !evictable {
             return;

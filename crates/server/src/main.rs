@@ -10,6 +10,7 @@ mod cmd;
 mod config;
 mod connection;
 mod eviction;
+mod latency;
 mod lazyfree;
 mod log;
 mod memory;

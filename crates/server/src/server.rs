@@ -179,6 +179,7 @@ impl Server {
         self.store
             .access
             .set_lfu_decay_minutes(config.lfu_decay_time);
+        self.stats.set_latency_tracking(config.latency_tracking);
         crate::log::set_level(config.loglevel);
     }
 
@@ -272,6 +273,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     let port = listeners[0].local_addr()?.port();
     let threads = config.threads;
     let server = Arc::new(Server::new(config, port));
+    crate::lazyfree::start(server.clone())?;
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;
@@ -383,8 +385,9 @@ const EXPIRE_BATCH_PER_SHARD: usize = 64;
 
 /// Active expiry: every `expire-tick`, reclaims every key whose deadline
 /// has passed, found through the shards' deadline index (no sampling; see
-/// `keel_store::expiry`). A large batch is taken in bounded passes. The
-/// time spent is INFO's `expire_cycle_cpu_milliseconds`.
+/// `keel_store::expiry`). A large batch is taken in bounded passes, each
+/// timed into the `keel-expire-pass` histogram, whose sum is INFO's
+/// `expire_cycle_cpu_milliseconds`.
 async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);
@@ -396,7 +399,9 @@ async fn expire_keys(server: Arc<Server>) {
                 EXPIRE_BATCH_PER_SHARD,
                 crate::lazyfree::free,
             );
-            server.stats.count_expire_cycle(started.elapsed());
+            server
+                .stats
+                .record_work(crate::stats::Work::ExpirePass, started.elapsed());
             if !more {
                 break;
             }

@@ -10,15 +10,16 @@
 //!
 //! Dispatch does, in Redis's order, what every command would otherwise
 //! repeat: lookup, arity, authentication, the maxmemory check for commands
-//! that may grow memory, timing and statistics.
+//! that may grow memory, timing, statistics and the latency histograms.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use keel_resp::Writer;
 
-use crate::client::Client;
+use crate::client::{AfterReply, Client};
 use crate::server::Server;
 
 mod append;
@@ -52,6 +53,7 @@ mod incr;
 mod incrbyfloat;
 mod info;
 mod keys;
+mod latency;
 pub mod lmove;
 mod lpop;
 mod lpos;
@@ -294,6 +296,7 @@ static COMMANDS: &[&Spec] = &[
     &incrbyfloat::SPEC,
     &info::SPEC,
     &keys::SPEC,
+    &latency::SPEC,
     &lpush::LPUSH,
     &lpush::RPUSH,
     &lpush::LPUSHX,
@@ -671,16 +674,17 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     }
 }
 
-/// Runs a resolved, admitted command: the handler, its reply and its
-/// statistics. EXEC calls this for each queued command.
+/// Runs a resolved, admitted command: the handler, its reply, its
+/// statistics and latency. EXEC calls this for each queued command.
 fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     let (server, now_ms) = (ctx.server, ctx.now_ms);
     let spec = server.commands.specs[id];
     ctx.client.handle.note_command(id, ctx.client.db, now_ms);
+    let asked_before = ctx.client.after_reply.is_some();
     let reply_start = ctx.out.len();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let result = (spec.run)(ctx, args);
-    let elapsed = started.elapsed();
+    let mut elapsed = started.elapsed();
     let failed = match result {
         Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
         Err(Error(msg)) => {
@@ -688,13 +692,56 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
             true
         }
     };
+    // What this command (not one before it in the same EXEC) asked the
+    // connection to do after its reply.
+    let asked = match asked_before {
+        true => None,
+        false => ctx.client.after_reply.as_mut(),
+    };
+    let blocked = match asked {
+        // DEBUG SLEEP's pause is part of the command, as in Redis, where
+        // the command itself sleeps.
+        Some(AfterReply::Sleep(pause)) => {
+            elapsed += *pause;
+            None
+        }
+        Some(AfterReply::Block(blocked)) => Some(blocked),
+        _ => None,
+    };
     server.stats.record_call(id, elapsed, failed);
+    match blocked {
+        // A blocked command's latency waits until it is served; one that
+        // times out has none, as in Redis.
+        Some(blocked) => {
+            blocked.execution = Some(Execution { id, elapsed });
+        }
+        None => record_execution(server, id, elapsed),
+    }
     // A write may have made a list appear for blocked clients; they are
     // served once the top-level command is done (see `crate::blocking`).
     if spec.has_flag("write") && server.blocking.blocked() > 0 {
         let db = ctx.client.db;
         let keys = spec.key_args(args).map(|k| (db, k.clone()));
         ctx.client.ready.extend(keys);
+    }
+}
+
+/// Adds a command's run to its latency histogram.
+fn record_execution(server: &Server, id: usize, elapsed: Duration) {
+    server.stats.record_latency(id, elapsed);
+}
+
+/// A blocked command's run, recorded once the command is served.
+pub struct Execution {
+    id: usize,
+    elapsed: Duration,
+}
+
+impl Execution {
+    /// Records the run, adding `serving` (the time to write its reply) to
+    /// its own execution time as Redis does.
+    pub fn record(self, server: &Server, serving: Duration) {
+        record_execution(server, self.id, self.elapsed + serving);
     }
 }
 
