@@ -79,7 +79,8 @@ pub struct Blocked {
     receiver: oneshot::Receiver<Outcome>,
     /// When to give up; `None` waits forever.
     pub deadline: Option<tokio::time::Instant>,
-    /// The blocking command's run, for its latency once it is served.
+    /// The blocking command's run, for its latency and slow log entry once
+    /// it is served.
     pub execution: Option<crate::cmd::Execution>,
 }
 

@@ -65,6 +65,11 @@ pub struct Config {
     /// Thresholds at which collections leave their compact encodings
     /// (`hash-max-listpack-entries` and friends).
     pub encodings: keel_store::Limits,
+    /// Commands that run at least this many microseconds go to the slow
+    /// log; negative disables it.
+    pub slowlog_log_slower_than: i64,
+    /// Entries the slow log keeps.
+    pub slowlog_max_len: u64,
     /// Whether commands' durations are kept in latency histograms.
     pub latency_tracking: bool,
     /// Percentiles INFO latencystats shows.
@@ -133,6 +138,8 @@ impl Default for Config {
             eviction_cpu_percent: 25,
             config_file: None,
             encodings: keel_store::Limits::default(),
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
         }
@@ -449,6 +456,24 @@ pub static DIRECTIVES: &[Directive] = &[
     encoding_threshold!("set-max-listpack-value", set_max_listpack_value),
     encoding_threshold!("zset-max-listpack-entries", zset_max_listpack_entries),
     encoding_threshold!("zset-max-listpack-value", zset_max_listpack_value),
+    Directive {
+        name: "slowlog-log-slower-than",
+        mutable: true,
+        get: |c| c.slowlog_log_slower_than.to_string(),
+        set: |c, v| {
+            c.slowlog_log_slower_than = int_in(one(v)?, -1, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "slowlog-max-len",
+        mutable: true,
+        get: |c| c.slowlog_max_len.to_string(),
+        set: |c, v| {
+            c.slowlog_max_len = int_in(one(v)?, 0, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
     Directive {
         name: "latency-tracking",
         mutable: true,

@@ -394,7 +394,7 @@ impl Connection<'_> {
             outcome,
         );
         if let Some(execution) = blocked.execution.take().filter(|_| served) {
-            execution.record(self.server, serving.elapsed());
+            execution.record(self.server, &self.client.handle, serving.elapsed());
         }
         Ok(true)
     }

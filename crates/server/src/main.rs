@@ -16,6 +16,7 @@ mod log;
 mod memory;
 mod pubsub;
 mod server;
+mod slowlog;
 mod stats;
 
 use tikv_jemallocator::Jemalloc;

@@ -73,6 +73,8 @@ pub struct Server {
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Clients blocked on lists (BLPOP and friends).
     pub blocking: crate::blocking::Blocking,
+    /// The slow log (SLOWLOG).
+    pub slowlog: crate::slowlog::SlowLog,
     shutdown: watch::Sender<bool>,
 }
 
@@ -124,6 +126,7 @@ impl Server {
             client_budget: Default::default(),
             pubsub: Default::default(),
             blocking: Default::default(),
+            slowlog: Default::default(),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -180,6 +183,10 @@ impl Server {
             .access
             .set_lfu_decay_minutes(config.lfu_decay_time);
         self.stats.set_latency_tracking(config.latency_tracking);
+        self.slowlog.configure(
+            config.slowlog_log_slower_than,
+            usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX),
+        );
         crate::log::set_level(config.loglevel);
     }
 
