@@ -74,6 +74,8 @@ pub struct Config {
     pub latency_tracking: bool,
     /// Percentiles INFO latencystats shows.
     pub latency_tracking_info_percentiles: Vec<f64>,
+    /// Port of the Prometheus metrics listener; 0 means none.
+    pub metrics_port: u16,
 }
 
 /// `maxmemory-clients`: a size, or a share of `maxmemory` as Redis 7
@@ -142,6 +144,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
+            metrics_port: 0,
         }
     }
 }
@@ -508,6 +511,15 @@ pub static DIRECTIVES: &[Directive] = &[
                     Some(p) => Ok(p),
                 })
                 .collect::<Result<_, _>>()?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "metrics-port",
+        mutable: false,
+        get: |c| c.metrics_port.to_string(),
+        set: |c, v| {
+            c.metrics_port = int_in(one(v)?, 0, 65535)? as u16;
             Ok(())
         },
     },

@@ -14,6 +14,7 @@ mod latency;
 mod lazyfree;
 mod log;
 mod memory;
+mod metrics;
 mod pubsub;
 mod server;
 mod slowlog;

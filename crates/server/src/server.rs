@@ -210,8 +210,9 @@ impl Server {
     }
 }
 
-/// Binds every configured address; fails only if none can be bound.
-async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+/// Binds `port` on every configured address; fails only if none can be
+/// bound.
+async fn bind(config: &Config, port: u16) -> std::io::Result<Vec<TcpListener>> {
     let mut listeners = Vec::new();
     let mut last_error = None;
     for addr in &config.bind {
@@ -220,13 +221,10 @@ async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
         } else {
             addr.as_str()
         };
-        match TcpListener::bind((host, config.port)).await {
+        match TcpListener::bind((host, port)).await {
             Ok(l) => listeners.push(l),
             Err(e) => {
-                warning!(
-                    "Could not create server TCP listening socket {addr}:{}: {e}",
-                    config.port
-                );
+                warning!("Could not create server TCP listening socket {addr}:{port}: {e}");
                 last_error = Some(e);
             }
         }
@@ -276,7 +274,11 @@ impl Worker {
 /// Runs the server until shutdown; returns once connections have closed.
 /// Call it from a single-threaded runtime on the main thread.
 pub async fn run(config: Config) -> std::io::Result<()> {
-    let listeners = bind(&config).await?;
+    let listeners = bind(&config, config.port).await?;
+    let metrics_listeners = match config.metrics_port {
+        0 => Vec::new(),
+        port => bind(&config, port).await?,
+    };
     let port = listeners[0].local_addr()?.port();
     let threads = config.threads;
     let server = Arc::new(Server::new(config, port));
@@ -301,6 +303,13 @@ pub async fn run(config: Config) -> std::io::Result<()> {
             ))
         })
         .collect();
+    for listener in metrics_listeners {
+        notice!(
+            "Serving Prometheus metrics on {}/metrics",
+            listener.local_addr()?
+        );
+        tokio::spawn(crate::metrics::serve(server.clone(), listener));
+    }
     start_maintenance(server.clone())?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
