@@ -156,6 +156,9 @@ pub struct Blocked {
     receiver: oneshot::Receiver<Outcome>,
     /// When to give up; `None` waits forever.
     pub deadline: Option<tokio::time::Instant>,
+    /// The blocking command's run, for its latency and slow log entry once
+    /// it is served.
+    pub execution: Option<crate::cmd::Execution>,
 }
 
 impl Blocked {
@@ -242,6 +245,7 @@ impl Blocking {
             waiter,
             receiver,
             deadline,
+            execution: None,
         }
     }
 

@@ -23,6 +23,7 @@
 //! `proto-max-bulk-len` per argument) plus one read chunk per connection.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -85,9 +86,9 @@ impl ClientBudget {
     /// Waits until connection `client` may grow its buffers by `wanted`
     /// bytes. `mid_request` says it holds part of a request it cannot
     /// execute yet; such a connection may take the progress token instead
-    /// of waiting. Returns whether the connection had to pause.
-    pub async fn admit(&self, client: u64, wanted: usize, mid_request: bool) -> bool {
-        let mut paused = false;
+    /// of waiting. Returns how long the connection paused, if it had to.
+    pub async fn admit(&self, client: u64, wanted: usize, mid_request: bool) -> Option<Duration> {
+        let mut paused_at = None;
         loop {
             let released = self.released.notified();
             tokio::pin!(released);
@@ -97,17 +98,17 @@ impl ClientBudget {
             if self.fits(wanted) || (mid_request && self.take_token(client)) {
                 break;
             }
-            if !paused {
-                paused = true;
+            if paused_at.is_none() {
+                paused_at = Some(Instant::now());
                 self.pause_events.fetch_add(1, Ordering::Relaxed);
                 self.paused.fetch_add(1, Ordering::Relaxed);
             }
             released.await;
         }
-        if paused {
+        paused_at.map(|at| {
             self.paused.fetch_sub(1, Ordering::Relaxed);
-        }
-        paused
+            at.elapsed()
+        })
     }
 
     fn fits(&self, wanted: usize) -> bool {
@@ -142,14 +143,13 @@ impl ClientBudget {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::time::Duration;
 
     #[tokio::test]
     async fn under_budget_never_waits() {
         let budget = ClientBudget::default();
         budget.set_limit(10_000);
         budget.recharge(0, 5_000);
-        assert!(!budget.admit(1, 4_000, false).await);
+        assert!(budget.admit(1, 4_000, false).await.is_none());
         assert_eq!(budget.pause_events(), 0);
     }
 
@@ -165,7 +165,8 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(budget.paused(), 1, "the connection waits");
         budget.recharge(9_000, 2_000);
-        assert!(waiter.await.unwrap(), "it paused, then resumed");
+        let paused = waiter.await.unwrap().expect("it paused, then resumed");
+        assert!(paused >= Duration::from_millis(20), "{paused:?}");
         assert_eq!((budget.paused(), budget.pause_events()), (0, 1));
     }
 
@@ -175,11 +176,11 @@ mod tests {
         budget.set_limit(1_000);
         budget.recharge(0, 5_000);
         assert!(
-            !budget.admit(7, 4_000, true).await,
+            budget.admit(7, 4_000, true).await.is_none(),
             "the first takes the token"
         );
         assert!(
-            !budget.admit(7, 4_000, true).await,
+            budget.admit(7, 4_000, true).await.is_none(),
             "and keeps it until done"
         );
         let other = budget.admit(8, 4_000, true);
@@ -187,7 +188,7 @@ mod tests {
         assert!(blocked.is_err(), "a second connection mid-request waits");
         budget.release_token(7);
         assert!(
-            !budget.admit(8, 4_000, true).await,
+            budget.admit(8, 4_000, true).await.is_none(),
             "it gets the token once released"
         );
     }
@@ -196,6 +197,6 @@ mod tests {
     async fn unlimited_budget_admits_everything() {
         let budget = ClientBudget::default();
         budget.recharge(0, usize::MAX / 2);
-        assert!(!budget.admit(1, usize::MAX / 4, false).await);
+        assert!(budget.admit(1, usize::MAX / 4, false).await.is_none());
     }
 }

@@ -68,6 +68,17 @@ pub struct Config {
     /// Thresholds at which collections leave their compact encodings
     /// (`hash-max-listpack-entries` and friends).
     pub encodings: keel_store::Limits,
+    /// Commands that run at least this many microseconds go to the slow
+    /// log; negative disables it.
+    pub slowlog_log_slower_than: i64,
+    /// Entries the slow log keeps.
+    pub slowlog_max_len: u64,
+    /// Whether commands' durations are kept in latency histograms.
+    pub latency_tracking: bool,
+    /// Percentiles INFO latencystats shows.
+    pub latency_tracking_info_percentiles: Vec<f64>,
+    /// Port of the Prometheus metrics listener; 0 means none.
+    pub metrics_port: u16,
 }
 
 /// The default `tcp-backlog`. Redis's is 511; keel's is the usual kernel
@@ -149,6 +160,11 @@ impl Default for Config {
             eviction_cpu_percent: 25,
             config_file: None,
             encodings: keel_store::Limits::default(),
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
+            metrics_port: 0,
         }
     }
 }
@@ -473,6 +489,70 @@ pub static DIRECTIVES: &[Directive] = &[
     encoding_threshold!("zset-max-listpack-entries", zset_max_listpack_entries),
     encoding_threshold!("zset-max-listpack-value", zset_max_listpack_value),
     Directive {
+        name: "slowlog-log-slower-than",
+        mutable: true,
+        get: |c| c.slowlog_log_slower_than.to_string(),
+        set: |c, v| {
+            c.slowlog_log_slower_than = int_in(one(v)?, -1, i64::MAX)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "slowlog-max-len",
+        mutable: true,
+        get: |c| c.slowlog_max_len.to_string(),
+        set: |c, v| {
+            c.slowlog_max_len = int_in(one(v)?, 0, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "latency-tracking",
+        mutable: true,
+        get: |c| yes_no(c.latency_tracking).into(),
+        set: |c, v| {
+            c.latency_tracking = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "latency-tracking-info-percentiles",
+        mutable: true,
+        get: |c| {
+            let shown: Vec<String> = c
+                .latency_tracking_info_percentiles
+                .iter()
+                .map(|&p| format_percentile(p))
+                .collect();
+            shown.join(" ")
+        },
+        set: |c, v| {
+            // One word from CONFIG SET or a quoted value, several from a
+            // file line: the same list either way.
+            c.latency_tracking_info_percentiles = v
+                .iter()
+                .flat_map(|w| w.split_whitespace())
+                .map(|word| match crate::cmd::parse_f64(word.as_bytes()) {
+                    None => Err("Invalid latency-tracking-info-percentiles parameters"),
+                    Some(p) if !(0.0..=100.0).contains(&p) => Err(
+                        "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+                    ),
+                    Some(p) => Ok(p),
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "metrics-port",
+        mutable: false,
+        get: |c| c.metrics_port.to_string(),
+        set: |c, v| {
+            c.metrics_port = int_in(one(v)?, 0, 65535)? as u16;
+            Ok(())
+        },
+    },
+    Directive {
         name: "list-max-listpack-size",
         mutable: true,
         get: |c| c.encodings.list_max_listpack_size.to_string(),
@@ -495,6 +575,29 @@ fn one(values: &[String]) -> Result<&str, String> {
         [v] => Ok(v),
         _ => Err("wrong number of arguments".into()),
     }
+}
+
+fn yes_no(on: bool) -> &'static str {
+    if on {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn parse_yes_no(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+/// A percentile as Redis prints it in CONFIG GET and INFO latencystats:
+/// C's `%f`, without trailing zeros or a trailing point (`99.9`, `50`).
+pub fn format_percentile(percentile: f64) -> String {
+    let text = format!("{percentile:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn int_in(text: &str, min: i64, max: i64) -> Result<i64, String> {
@@ -694,6 +797,26 @@ mod tests {
         let reread = Config::from_args(&args(&[path])).unwrap();
         assert_eq!(reread.requirepass, "se cret");
         assert_eq!(reread.maxmemory, 2 << 20);
+    }
+
+    #[test]
+    fn percentiles_print_as_redis_prints_them() {
+        assert_eq!(format_percentile(99.9), "99.9");
+        assert_eq!(format_percentile(50.0), "50");
+        assert_eq!(format_percentile(12.5), "12.5");
+        assert_eq!(format_percentile(0.0), "0");
+        let mut config = Config::default();
+        config
+            .apply(&args(&["latency-tracking-info-percentiles", "1e1", "5.0"]))
+            .unwrap();
+        assert_eq!(config.latency_tracking_info_percentiles, [10.0, 5.0]);
+        config
+            .apply(&args(&["latency-tracking-info-percentiles", ""]))
+            .unwrap();
+        assert!(config.latency_tracking_info_percentiles.is_empty());
+        assert!(config
+            .apply(&args(&["latency-tracking-info-percentiles", "101"]))
+            .is_err());
     }
 
     #[test]

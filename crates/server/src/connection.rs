@@ -26,6 +26,7 @@ use crate::blocking::Blocked;
 use crate::client::{AfterReply, Client};
 use crate::client_budget::CONNECTION_OVERHEAD_BYTES;
 use crate::server::{unix_ms, Server};
+use crate::stats::Work;
 use crate::{cmd, verbose, warning};
 
 /// Read space a connection starts with and tops up to: enough for typical
@@ -145,7 +146,11 @@ impl Connection<'_> {
                 tokio::select! {
                     biased;
                     _ = &mut killed => return Ok(()),
-                    _ = budget.admit(handle.id, growth, partial) => {}
+                    pause = budget.admit(handle.id, growth, partial) => {
+                        if let Some(pause) = pause {
+                            self.server.stats.record_work(Work::BackpressurePause, pause);
+                        }
+                    }
                 }
                 self.read_buf.reserve(growth);
                 self.recharge();
@@ -383,10 +388,15 @@ impl Connection<'_> {
             }
             None => blocking.leave(&mut blocked),
         };
+        let served = outcome.is_some();
+        let serving = std::time::Instant::now();
         blocked.write_reply(
             &mut Writer::new(&mut self.write_buf, self.client.protocol),
             outcome,
         );
+        if let Some(execution) = blocked.execution.take().filter(|_| served) {
+            execution.record(self.server, &self.client.handle, serving.elapsed());
+        }
         Ok(true)
     }
 

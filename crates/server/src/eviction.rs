@@ -100,6 +100,8 @@ impl Server {
         Some(room)
     }
 
+    /// The dataset plus what the writes running now may still add: what
+    /// both inline and background eviction keep under the limits.
     fn dataset_with_reservations(&self) -> u64 {
         (self.store.dataset_bytes() + self.reserved_for_writes.load(Ordering::Relaxed)) as u64
     }
@@ -160,7 +162,7 @@ pub async fn evict_ahead(server: Arc<Server>) {
         let Some(marks) = server.watermarks() else {
             continue;
         };
-        if (server.store.dataset_bytes() as u64) <= marks.high {
+        if server.dataset_with_reservations() <= marks.high {
             continue;
         }
         evict_to_low_watermark(&server).await;
@@ -180,7 +182,7 @@ async fn evict_to_low_watermark(server: &Server) {
         let mut evictable = true;
         'slice: while started.elapsed() < SLICE {
             for _ in 0..EVICTIONS_PER_CLOCK_READ {
-                if (server.store.dataset_bytes() as u64) <= marks.low {
+                if server.dataset_with_reservations() <= marks.low {
                     break 'slice;
                 }
                 if !server.store.evict_one(unix_ms(), crate::lazyfree::free) {
@@ -191,8 +193,10 @@ async fn evict_to_low_watermark(server: &Server) {
         }
         drop(priority);
         let worked = started.elapsed();
-        server.stats.count_eviction(worked);
-        let used = server.store.dataset_bytes() as u64;
+        server
+            .stats
+            .record_work(crate::stats::Work::EvictionBatch, worked);
+        let used = server.dataset_with_reservations();
         if used <= marks.low || !evictable {
             return;
         }

@@ -10,12 +10,15 @@ mod cmd;
 mod config;
 mod connection;
 mod eviction;
+mod latency;
 mod lazyfree;
 mod log;
 mod memory;
+mod metrics;
 mod priority;
 mod pubsub;
 mod server;
+mod slowlog;
 mod stats;
 
 use tikv_jemallocator::Jemalloc;

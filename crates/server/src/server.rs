@@ -79,6 +79,8 @@ pub struct Server {
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Clients blocked on lists (BLPOP and friends).
     pub blocking: crate::blocking::Blocking,
+    /// The slow log (SLOWLOG).
+    pub slowlog: crate::slowlog::SlowLog,
     shutdown: watch::Sender<bool>,
 }
 
@@ -131,6 +133,7 @@ impl Server {
             client_budget: Default::default(),
             pubsub: Default::default(),
             blocking: Default::default(),
+            slowlog: Default::default(),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -186,6 +189,11 @@ impl Server {
         self.store
             .access
             .set_lfu_decay_minutes(config.lfu_decay_time);
+        self.stats.set_latency_tracking(config.latency_tracking);
+        self.slowlog.configure(
+            config.slowlog_log_slower_than,
+            usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX),
+        );
         crate::log::set_level(config.loglevel);
     }
 
@@ -209,8 +217,9 @@ impl Server {
     }
 }
 
-/// Binds every configured address; fails only if none can be bound.
-async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+/// Binds `port` on every configured address; fails only if none can be
+/// bound.
+async fn bind(config: &Config, port: u16) -> std::io::Result<Vec<TcpListener>> {
     let mut listeners = Vec::new();
     let mut last_error = None;
     for addr in &config.bind {
@@ -219,13 +228,10 @@ async fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
         } else {
             addr.as_str()
         };
-        match listen(host, config.port, config.tcp_backlog).await {
+        match listen(host, port, config.tcp_backlog).await {
             Ok(l) => listeners.push(l),
             Err(e) => {
-                warning!(
-                    "Could not create server TCP listening socket {addr}:{}: {e}",
-                    config.port
-                );
+                warning!("Could not create server TCP listening socket {addr}:{port}: {e}");
                 last_error = Some(e);
             }
         }
@@ -295,10 +301,15 @@ impl Worker {
 /// Runs the server until shutdown; returns once connections have closed.
 /// Call it from a single-threaded runtime on the main thread.
 pub async fn run(config: Config) -> std::io::Result<()> {
-    let listeners = bind(&config).await?;
+    let listeners = bind(&config, config.port).await?;
+    let metrics_listeners = match config.metrics_port {
+        0 => Vec::new(),
+        port => bind(&config, port).await?,
+    };
     let port = listeners[0].local_addr()?.port();
     let threads = config.threads;
     let server = Arc::new(Server::new(config, port));
+    crate::lazyfree::start(server.clone())?;
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;
@@ -319,6 +330,13 @@ pub async fn run(config: Config) -> std::io::Result<()> {
             ))
         })
         .collect();
+    for listener in metrics_listeners {
+        notice!(
+            "Serving Prometheus metrics on {}/metrics",
+            listener.local_addr()?
+        );
+        tokio::spawn(crate::metrics::serve(server.clone(), listener));
+    }
     start_maintenance(server.clone())?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -394,8 +412,9 @@ const EXPIRE_BATCH_PER_SHARD: usize = 64;
 
 /// Active expiry: every `expire-tick`, reclaims every key whose deadline
 /// has passed, found through the shards' deadline index (no sampling; see
-/// `keel_store::expiry`). A large batch is taken in bounded passes. The
-/// time spent is INFO's `expire_cycle_cpu_milliseconds`.
+/// `keel_store::expiry`). A large batch is taken in bounded passes, each
+/// timed into the `keel-expire-pass` histogram, whose sum is INFO's
+/// `expire_cycle_cpu_milliseconds`.
 async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);
@@ -409,7 +428,9 @@ async fn expire_keys(server: Arc<Server>) {
                 crate::lazyfree::free,
             );
             drop(priority);
-            server.stats.count_expire_cycle(started.elapsed());
+            server
+                .stats
+                .record_work(crate::stats::Work::ExpirePass, started.elapsed());
             if !more {
                 break;
             }

@@ -1,18 +1,23 @@
-//! Server statistics for INFO stats and INFO commandstats.
+//! Server statistics for INFO stats, INFO commandstats and the latency
+//! histograms (INFO latencystats, LATENCY HISTOGRAM).
 //!
-//! Counters are kept per worker thread and summed when INFO asks: each
+//! Counters and histograms are kept per thread and summed when read: each
 //! thread writes only its own cache lines, so counting a command costs a
 //! few uncontended stores instead of atomic increments that bounce one
 //! cache line between cores on every command. The total of processed
 //! commands is the sum of per-command calls rather than a counter of its
-//! own.
+//! own, and the time spent in expiry and eviction is the sum of their
+//! histograms.
 
 use std::cell::OnceCell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+
+use crate::cmd::Table;
+use crate::latency::{Histogram, Snapshot};
 
 /// Counters of one command (INFO commandstats).
 #[derive(Default)]
@@ -50,11 +55,68 @@ pub struct Totals {
     pub eviction_usec: u64,
 }
 
+/// Background work whose durations are kept in latency histograms beside
+/// the commands'.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Work {
+    /// One slice of background eviction (`crate::eviction`).
+    EvictionBatch,
+    /// One bounded pass of active expiry; a tick runs passes until no
+    /// expired key is left.
+    ExpirePass,
+    /// Dropping one large value on the lazyfree thread.
+    LazyFree,
+    /// How long one connection waited for the client budget.
+    BackpressurePause,
+}
+
+impl Work {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [Work; 4] = [
+        Work::EvictionBatch,
+        Work::ExpirePass,
+        Work::LazyFree,
+        Work::BackpressurePause,
+    ];
+
+    /// The name LATENCY HISTOGRAM and INFO latencystats give it: `keel-`
+    /// and a dash, which no command name has.
+    pub fn name(self) -> &'static str {
+        match self {
+            Work::EvictionBatch => "keel-eviction-batch",
+            Work::ExpirePass => "keel-expire-pass",
+            Work::LazyFree => "keel-lazyfree",
+            Work::BackpressurePause => "keel-backpressure-pause",
+        }
+    }
+}
+
+/// Whose durations a latency histogram holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Series {
+    /// The command with this id.
+    Command(usize),
+    /// A kind of background work.
+    Work(Work),
+}
+
+/// Every latency series with its name: the commands in table order, then
+/// the background work.
+pub fn every_series(table: &Table) -> impl Iterator<Item = (&'static str, Series)> + '_ {
+    let commands =
+        (table.specs().iter().enumerate()).map(|(id, spec)| (spec.name, Series::Command(id)));
+    commands.chain(Work::ALL.into_iter().map(|w| (w.name(), Series::Work(w))))
+}
+
 /// One thread's counters. Written only by its thread (relaxed atomics so
 /// INFO on another thread may read them), so there is no contention.
 struct Local {
     commands: Box<[[AtomicU64; 4]]>,
-    totals: [AtomicU64; 8],
+    totals: [AtomicU64; 6],
+    /// Latency histograms, by series index (see [`Stats::series_index`]),
+    /// each allocated on its first sample: a thread pays only for the
+    /// commands and work it runs.
+    latency: Box<[OnceLock<Box<Histogram>>]>,
 }
 
 const CONNECTIONS: usize = 0;
@@ -63,21 +125,27 @@ const MISSES: usize = 2;
 const ERRORS: usize = 3;
 const NET_IN: usize = 4;
 const NET_OUT: usize = 5;
-const EXPIRE_CYCLE_USEC: usize = 6;
-const EVICTION_USEC: usize = 7;
 
 impl Local {
     fn new(commands: usize) -> Local {
         Local {
             commands: (0..commands).map(|_| Default::default()).collect(),
             totals: Default::default(),
+            latency: (0..commands + Work::ALL.len())
+                .map(|_| OnceLock::new())
+                .collect(),
         }
+    }
+
+    fn histogram(&self, index: usize) -> &Histogram {
+        self.latency[index].get_or_init(Histogram::boxed)
     }
 }
 
-fn bump(counter: &AtomicU64, by: u64) {
-    // Only the owning thread writes, so load+store cannot lose updates and
-    // avoids a locked read-modify-write.
+/// Adds `by` to a counter that only the calling thread writes: a load and
+/// a store cannot lose an update then, and avoid a locked
+/// read-modify-write.
+pub fn bump(counter: &AtomicU64, by: u64) {
     counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
 }
 
@@ -86,6 +154,9 @@ pub struct Stats {
     commands: usize,
     threads: Mutex<Vec<Arc<Local>>>,
     ops: Mutex<OpsSampler>,
+    /// `latency-tracking`: whether commands' durations go to their
+    /// histograms (background work's always do).
+    latency_tracking: AtomicBool,
 }
 
 thread_local! {
@@ -109,6 +180,7 @@ impl Stats {
             commands,
             threads: Mutex::new(Vec::new()),
             ops: Mutex::new(OpsSampler::default()),
+            latency_tracking: AtomicBool::new(true),
         }
     }
 
@@ -168,14 +240,49 @@ impl Stats {
         self.local(|l| bump(&l.totals[NET_OUT], bytes as u64));
     }
 
-    /// Records time spent in an active expiry pass.
-    pub fn count_expire_cycle(&self, elapsed: Duration) {
-        self.local(|l| bump(&l.totals[EXPIRE_CYCLE_USEC], elapsed.as_micros() as u64));
+    /// Turns command latency tracking on or off (`latency-tracking`).
+    pub fn set_latency_tracking(&self, on: bool) {
+        self.latency_tracking.store(on, Ordering::Relaxed);
     }
 
-    /// Records time spent in a background eviction slice.
-    pub fn count_eviction(&self, elapsed: Duration) {
-        self.local(|l| bump(&l.totals[EVICTION_USEC], elapsed.as_micros() as u64));
+    /// Whether command latency tracking is on.
+    pub fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Ordering::Relaxed)
+    }
+
+    /// Records how long a run of command `id` took in its histogram, if
+    /// latency tracking is on.
+    pub fn record_latency(&self, id: usize, elapsed: Duration) {
+        if self.latency_tracking() {
+            let index = self.series_index(Series::Command(id));
+            self.local(|l| l.histogram(index).record(elapsed));
+        }
+    }
+
+    /// Records how long one piece of background work took.
+    pub fn record_work(&self, work: Work, elapsed: Duration) {
+        let index = self.series_index(Series::Work(work));
+        self.local(|l| l.histogram(index).record(elapsed));
+    }
+
+    /// Where `series` is in each thread's histograms.
+    fn series_index(&self, series: Series) -> usize {
+        match series {
+            Series::Command(id) => id,
+            Series::Work(work) => self.commands + work as usize,
+        }
+    }
+
+    /// The histogram of `series`, summed over threads.
+    pub fn latency(&self, series: Series) -> Snapshot {
+        let index = self.series_index(series);
+        let mut snapshot = Snapshot::default();
+        for local in self.threads.lock().iter() {
+            if let Some(histogram) = local.latency[index].get() {
+                snapshot.add(histogram);
+            }
+        }
+        snapshot
     }
 
     /// Per-command counters summed over threads, by command id.
@@ -206,14 +313,14 @@ impl Stats {
             t.error_replies += v(ERRORS);
             t.net_input_bytes += v(NET_IN);
             t.net_output_bytes += v(NET_OUT);
-            t.expire_cycle_usec += v(EXPIRE_CYCLE_USEC);
-            t.eviction_usec += v(EVICTION_USEC);
             t.commands += local
                 .commands
                 .iter()
                 .map(|c| c[0].load(Ordering::Relaxed))
                 .sum::<u64>();
         }
+        t.expire_cycle_usec = self.latency(Series::Work(Work::ExpirePass)).sum_usec();
+        t.eviction_usec = self.latency(Series::Work(Work::EvictionBatch)).sum_usec();
         t
     }
 
@@ -236,9 +343,9 @@ impl Stats {
         ops.samples.iter().sum::<u64>() / ops.samples.len() as u64
     }
 
-    /// CONFIG RESETSTAT. Counters are zeroed from the calling thread; an
-    /// increment racing with the reset on another thread may survive it,
-    /// which only makes that one count start at 1 instead of 0.
+    /// CONFIG RESETSTAT. Counters and histograms are zeroed from the
+    /// calling thread; an increment racing with the reset on another thread
+    /// may survive it, which only leaves that one count as it was.
     pub fn reset(&self) {
         for local in self.threads.lock().iter() {
             for c in local.commands.iter() {
@@ -248,6 +355,11 @@ impl Stats {
                 .totals
                 .iter()
                 .for_each(|a| a.store(0, Ordering::Relaxed));
+            local
+                .latency
+                .iter()
+                .filter_map(OnceLock::get)
+                .for_each(|h| h.clear());
         }
         let mut ops = self.ops.lock();
         ops.samples = [0; 16];
@@ -286,5 +398,31 @@ mod tests {
         );
         stats.reset();
         assert_eq!(stats.totals().commands, 0);
+    }
+
+    #[test]
+    fn latency_histograms_merge_threads_and_follow_the_switch() {
+        let stats = Arc::new(Stats::new(2));
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                let stats = stats.clone();
+                std::thread::spawn(move || {
+                    (0..100).for_each(|_| stats.record_latency(1, Duration::from_micros(5)));
+                    stats.record_work(Work::LazyFree, Duration::from_millis(2));
+                })
+            })
+            .collect();
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        let command = stats.latency(Series::Command(1));
+        assert_eq!((command.count(), command.sum_usec()), (300, 1500));
+        assert_eq!(stats.latency(Series::Command(0)).count(), 0);
+        assert_eq!(stats.latency(Series::Work(Work::LazyFree)).count(), 3);
+        stats.set_latency_tracking(false);
+        stats.record_latency(1, Duration::from_micros(5));
+        stats.record_work(Work::ExpirePass, Duration::from_micros(40));
+        assert_eq!(stats.latency(Series::Command(1)).count(), 300);
+        assert_eq!(stats.totals().expire_cycle_usec, 40);
+        stats.reset();
+        assert_eq!(stats.latency(Series::Command(1)).count(), 0);
     }
 }

@@ -33,6 +33,9 @@ pub const SPEC: Spec = Spec {
 pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    if args.len() <= 3 {
+        (1..args.len()).for_each(|i| ctx.redact(i));
+    }
     let (user, password): (&[u8], &[u8]) = match args {
         [_, password] => {
             if ctx.server.config.read().requirepass.is_empty() {

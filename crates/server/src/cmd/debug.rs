@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::client::AfterReply;
 
-use super::{is, parse_f64, Ctx, Error, Spec, BASE};
+use super::{is, parse_f64, subcommand_syntax_error, Ctx, Error, Spec, BASE};
 
 /// DEBUG.
 pub const SPEC: Spec = Spec {
@@ -49,13 +49,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             w.array(lines.len());
             lines.iter().for_each(|l| w.simple(l));
         }
-        [sub, ..] => {
-            return Err(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-                String::from_utf8_lossy(sub)
-            )
-            .into())
-        }
+        [_, ..] => return Err(subcommand_syntax_error(args)),
         [] => unreachable!("arity is checked by dispatch"),
     }
     Ok(())

@@ -48,6 +48,8 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     while j < args.len() {
         let more = args.len() - 1 - j;
         if is(&args[j], "auth") && more >= 2 {
+            ctx.redact(j + 1);
+            ctx.redact(j + 2);
             auth::authenticate(ctx, &args[j + 1], &args[j + 2])?;
             j += 3;
         } else if is(&args[j], "setname") && more >= 1 {

@@ -7,7 +7,9 @@ use std::fmt::Write;
 
 use bytes::Bytes;
 
+use crate::config::format_percentile;
 use crate::server::Server;
+use crate::stats::{every_series, Series};
 
 use super::hello::REDIS_COMPAT_VERSION;
 use super::{Ctx, Error, Spec, BASE};
@@ -36,6 +38,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("cpu", true),
     ("modules", true),
     ("commandstats", false),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -304,6 +307,31 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                         "calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={rejected},failed_calls={failed}",
                         usec as f64 / calls.max(1) as f64
                     ),
+                );
+            }
+        }
+        "latencystats" => {
+            let percentiles = &config.latency_tracking_info_percentiles;
+            // Commands' lines only while tracking is on, as in Redis;
+            // background work is always tracked.
+            let shown = every_series(&server.commands).filter(|(_, series)| {
+                stats.latency_tracking() || matches!(series, Series::Work(_))
+            });
+            for (name, series) in shown {
+                let snapshot = stats.latency(series);
+                if snapshot.count() == 0 {
+                    continue;
+                }
+                let values: Vec<String> = percentiles
+                    .iter()
+                    .map(|&p| {
+                        let usec = snapshot.percentile(p) as f64;
+                        format!("p{}={usec:.3}", format_percentile(p))
+                    })
+                    .collect();
+                put(
+                    &format!("latency_percentiles_usec_{name}"),
+                    values.join(","),
                 );
             }
         }

@@ -10,15 +10,17 @@
 //!
 //! Dispatch does, in Redis's order, what every command would otherwise
 //! repeat: lookup, arity, authentication, the maxmemory check for commands
-//! that may grow memory, timing and statistics.
+//! that may grow memory, timing, statistics, the latency histograms and
+//! the slow log.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use keel_resp::Writer;
 
-use crate::client::Client;
+use crate::client::{AfterReply, Client, ClientHandle};
 use crate::server::Server;
 
 mod append;
@@ -54,6 +56,7 @@ mod incr;
 mod incrbyfloat;
 mod info;
 mod keys;
+mod latency;
 pub mod lmove;
 mod lpop;
 mod lpos;
@@ -80,6 +83,7 @@ mod setops;
 mod setrange;
 mod shutdown;
 mod sismember;
+mod slowlog;
 mod smove;
 mod spop;
 mod srandmember;
@@ -304,6 +308,7 @@ static COMMANDS: &[&Spec] = &[
     &incrbyfloat::SPEC,
     &info::SPEC,
     &keys::SPEC,
+    &latency::SPEC,
     &lpush::LPUSH,
     &lpush::RPUSH,
     &lpush::LPUSHX,
@@ -352,6 +357,7 @@ static COMMANDS: &[&Spec] = &[
     &set::PSETEX,
     &setrange::SPEC,
     &shutdown::SPEC,
+    &slowlog::SPEC,
     &strlen::SPEC,
     &time::SPEC,
     &exists::TOUCH,
@@ -413,9 +419,18 @@ pub struct Ctx<'a> {
     pub out: &'a mut BytesMut,
     /// Unix milliseconds when the command started.
     pub now_ms: u64,
+    /// Indexes of the running command's arguments that the slow log must
+    /// not show (see [`Ctx::redact`]).
+    pub redacted: Vec<usize>,
 }
 
 impl<'a> Ctx<'a> {
+    /// Keeps argument `index` (a password) out of the slow log, which
+    /// shows "(redacted)" instead, as Redis does.
+    pub fn redact(&mut self, index: usize) {
+        self.redacted.push(index);
+    }
+
     /// A writer for the reply, in the connection's protocol.
     pub fn w(&mut self) -> Writer<'_> {
         Writer::new(self.out, self.client.protocol)
@@ -600,6 +615,18 @@ pub fn wrong_arity(name: &str) -> Error {
     format!("ERR wrong number of arguments for '{name}' command").into()
 }
 
+/// Redis's error for a container's subcommand that it does not know or
+/// that has arguments its arity allowed but its handler does not.
+pub fn subcommand_syntax_error(args: &[Bytes]) -> Error {
+    let sub = &args[1][..args[1].len().min(128)];
+    format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
+    )
+    .into()
+}
+
 /// Finds the spec for `args`, descending into container commands, and
 /// checks arity. Errors here are "rejected" in Redis's statistics.
 fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error)> {
@@ -644,6 +671,7 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         client,
         out,
         now_ms,
+        redacted: Vec::new(),
     };
     let id = match resolve(table, args) {
         Ok(id) => id,
@@ -695,16 +723,19 @@ fn bytes_a_write_may_add(server: &Server, args: &[Bytes]) -> usize {
         + server.store.largest_table_growth()
 }
 
-/// Runs a resolved, admitted command: the handler, its reply and its
-/// statistics. EXEC calls this for each queued command.
+/// Runs a resolved, admitted command: the handler, its reply, its
+/// statistics, latency and slow log entry. EXEC calls this for each queued
+/// command.
 fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     let (server, now_ms) = (ctx.server, ctx.now_ms);
     let spec = server.commands.specs[id];
     ctx.client.handle.note_command(id, ctx.client.db, now_ms);
+    ctx.redacted.clear();
+    let asked_before = ctx.client.after_reply.is_some();
     let reply_start = ctx.out.len();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let result = (spec.run)(ctx, args);
-    let elapsed = started.elapsed();
+    let mut elapsed = started.elapsed();
     let failed = match result {
         Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
         Err(Error(msg)) => {
@@ -712,13 +743,73 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
             true
         }
     };
+    // What this command (not one before it in the same EXEC) asked the
+    // connection to do after its reply.
+    let asked = match asked_before {
+        true => None,
+        false => ctx.client.after_reply.as_mut(),
+    };
+    let blocked = match asked {
+        // DEBUG SLEEP's pause is part of the command, as in Redis, where
+        // the command itself sleeps.
+        Some(AfterReply::Sleep(pause)) => {
+            elapsed += *pause;
+            None
+        }
+        Some(AfterReply::Block(blocked)) => Some(blocked),
+        _ => None,
+    };
     server.stats.record_call(id, elapsed, failed);
+    match blocked {
+        // A blocked command's latency and slow log entry wait until it is
+        // served; one that times out has neither, as in Redis.
+        Some(blocked) => {
+            blocked.execution = Some(Execution {
+                id,
+                args: args.to_vec(),
+                elapsed,
+            });
+        }
+        None => record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed),
+    }
     // A write may have made a list appear for blocked clients; they are
     // served once the top-level command is done (see `crate::blocking`).
     if spec.has_flag("write") && server.blocking.blocked() > 0 {
         let db = ctx.client.db;
         let keys = spec.key_args(args).map(|k| (db, k.clone()));
         ctx.client.ready.extend(keys);
+    }
+}
+
+/// Adds a command's run to its latency histogram and, if it was slow, to
+/// the slow log.
+fn record_execution(
+    server: &Server,
+    client: &ClientHandle,
+    id: usize,
+    args: &[Bytes],
+    redacted: &[usize],
+    elapsed: Duration,
+) {
+    server.stats.record_latency(id, elapsed);
+    if server.slowlog.is_slow(elapsed) && !server.commands.specs[id].has_flag("skip_slowlog") {
+        server.slowlog.push(args, redacted, elapsed, client);
+    }
+}
+
+/// A blocked command's run, recorded once the command is served.
+pub struct Execution {
+    id: usize,
+    args: Vec<Bytes>,
+    elapsed: Duration,
+}
+
+impl Execution {
+    /// Records the run, adding `serving` (the time to write its reply) to
+    /// its own execution time as Redis does.
+    pub fn record(self, server: &Server, client: &ClientHandle, serving: Duration) {
+        let elapsed = self.elapsed + serving;
+        record_execution(server, client, self.id, &self.args, &[], elapsed);
     }
 }
 
