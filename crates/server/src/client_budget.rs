@@ -32,6 +32,19 @@ use tokio::sync::Notify;
 /// decoder and client records.
 pub const CONNECTION_OVERHEAD_BYTES: usize = 1024;
 
+/// A connection counted as paused; it stops counting when this is dropped,
+/// including when the connection is closed or killed while it waits.
+struct Pause<'a> {
+    budget: &'a ClientBudget,
+    since: Instant,
+}
+
+impl Drop for Pause<'_> {
+    fn drop(&mut self) {
+        self.budget.paused.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The shared budget of all connections' buffers.
 #[derive(Default)]
 pub struct ClientBudget {
@@ -88,7 +101,7 @@ impl ClientBudget {
     /// execute yet; such a connection may take the progress token instead
     /// of waiting. Returns how long the connection paused, if it had to.
     pub async fn admit(&self, client: u64, wanted: usize, mid_request: bool) -> Option<Duration> {
-        let mut paused_at = None;
+        let mut pause: Option<Pause> = None;
         loop {
             let released = self.released.notified();
             tokio::pin!(released);
@@ -98,17 +111,17 @@ impl ClientBudget {
             if self.fits(wanted) || (mid_request && self.take_token(client)) {
                 break;
             }
-            if paused_at.is_none() {
-                paused_at = Some(Instant::now());
+            pause.get_or_insert_with(|| {
                 self.pause_events.fetch_add(1, Ordering::Relaxed);
                 self.paused.fetch_add(1, Ordering::Relaxed);
-            }
+                Pause {
+                    budget: self,
+                    since: Instant::now(),
+                }
+            });
             released.await;
         }
-        paused_at.map(|at| {
-            self.paused.fetch_sub(1, Ordering::Relaxed);
-            at.elapsed()
-        })
+        pause.map(|p| p.since.elapsed())
     }
 
     fn fits(&self, wanted: usize) -> bool {
@@ -151,6 +164,22 @@ mod tests {
         budget.recharge(0, 5_000);
         assert!(budget.admit(1, 4_000, false).await.is_none());
         assert_eq!(budget.pause_events(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_while_paused_stops_counting() {
+        let budget = Arc::new(ClientBudget::default());
+        budget.set_limit(10_000);
+        budget.recharge(0, 9_000);
+        let waiter = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.admit(1, 4_000, false).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(budget.paused(), 1);
+        waiter.abort();
+        assert!(waiter.await.unwrap_err().is_cancelled());
+        assert_eq!(budget.paused(), 0);
     }
 
     #[tokio::test]
