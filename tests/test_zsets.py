@@ -443,3 +443,17 @@ def test_zrandmember(c):
     assert c.call("ZRANDMEMBER", "z", "x") == NOT_INTEGER
     assert c.call("ZRANDMEMBER", "z", "-9223372036854775807", "WITHSCORES") == Err(
         "ERR value is out of range")
+
+
+@pytest.mark.parametrize("padding", [0, 200], ids=["listpack", "skiplist"])
+def test_negative_zero_scores_equal_zero(c, padding):
+    if padding:
+        c.call("ZADD", "z", *[x for i in range(padding) for x in (str(i + 10), f"pad{i}")])
+    assert c.call("ZADD", "z", "-0", "e", "-0", "2", "0", "1") == 3
+    assert c.call("ZRANGEBYSCORE", "z", "-2", "0.5") == [b"1", b"2", b"e"]
+    # A listpack stores -0 as 0; a skiplist keeps the sign it was given.
+    negative_zero = b"-0" if padding else b"0"
+    assert c.call("ZRANGE", "z", "0", "2", "WITHSCORES") == [
+        b"1", b"0", b"2", negative_zero, b"e", negative_zero]
+    assert c.call("ZRANK", "z", "e") == 2
+    assert c.call("ZSCORE", "z", "2") == negative_zero

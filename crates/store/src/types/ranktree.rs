@@ -58,8 +58,12 @@ impl Default for RankTree {
 }
 
 /// Redis's order of sorted-set elements: by score, then by member bytes.
+/// Scores compare as numbers, so -0 and 0 are equal and their members sort
+/// by bytes, as in Redis (a sorted set never holds NaN).
 pub fn compare(a: (f64, &[u8]), b: (f64, &[u8])) -> Ordering {
-    a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1))
+    a.0.partial_cmp(&b.0)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| a.1.cmp(b.1))
 }
 
 impl RankTree {
