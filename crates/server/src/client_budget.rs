@@ -124,6 +124,13 @@ impl ClientBudget {
         pause.map(|p| p.since.elapsed())
     }
 
+    /// True once more than half the budget is in use: connections then
+    /// give back spare buffer capacity as soon as they are idle.
+    pub fn under_pressure(&self) -> bool {
+        let limit = self.limit();
+        limit != 0 && self.used() > limit / 2
+    }
+
     fn fits(&self, wanted: usize) -> bool {
         let limit = self.limit();
         limit == 0 || self.used().saturating_add(wanted) <= limit
