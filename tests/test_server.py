@@ -618,6 +618,23 @@ def test_dataset_never_exceeds_maxmemory_under_a_concurrent_write_storm(start_se
     assert max(seen) <= limit
 
 
+def test_lowering_maxmemory_shrinks_the_dataset_without_writes(start_server):
+    srv = start_server({"maxmemory-policy": "allkeys-lru"})
+    with srv.conn() as conn:
+        assert set(fill(conn, 2000)) == {OK}
+        full = int(info(conn, "memory")["used_memory_dataset"])
+        assert conn.call("CONFIG", "SET", "maxmemory", str(full // 4)) == OK
+        # No write follows (keel shrinks in the background; Redis evicts
+        # before every command, these PINGs and INFOs included).
+        deadline = time.monotonic() + 30
+        while int(info(conn, "memory")["used_memory_dataset"]) > full // 4:
+            assert conn.call("PING") == PONG, "the server keeps answering meanwhile"
+            assert time.monotonic() < deadline, "the dataset never shrank below the new limit"
+            time.sleep(0.01)
+        assert 0 < conn.call("DBSIZE") < 2000
+        assert int(info(conn, "stats")["evicted_keys"]) > 0
+
+
 @pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu"])
 def test_recency_and_frequency_policies_keep_the_newest_key(start_server, policy):
     # Not for allkeys-random: any key may go, and keel evicts in the
