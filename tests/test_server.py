@@ -560,6 +560,25 @@ def test_maxmemory_noeviction_rejects_writes(start_server):
         assert int(info(conn, "stats")["evicted_keys"]) == 0
 
 
+@pytest.mark.parametrize("policy", ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"])
+def test_volatile_policies_evict_only_keys_with_a_ttl(start_server, policy):
+    srv = start_server({"maxmemory-policy": policy})
+    with srv.conn() as conn:
+        limit = baseline_memory(conn) + 2 * 1024 * 1024
+        assert conn.call("CONFIG", "SET", "maxmemory", str(limit)) == OK
+        value = b"x" * 10_000
+        kept = [f"keep:{i}" for i in range(100)]
+        assert set(conn.pipeline([("SET", k, value) for k in kept])) == {OK}
+        assert set(conn.pipeline([("SET", f"ttl:{i}", value, "EX", "1000")
+                                  for i in range(300)])) == {OK}
+        assert int(info(conn, "stats")["evicted_keys"]) > 0
+        # Once no key with a TTL is left, writes are refused rather than
+        # evicting a key without one.
+        replies = conn.pipeline([("SET", f"more:{i}", value) for i in range(300)])
+        assert Err("OOM command not allowed when used memory > 'maxmemory'.") in replies
+        assert conn.call("EXISTS", *kept) == len(kept)
+
+
 def fill_past_limit(start_server, policy):
     """A server with `policy` filled with 10 MB of values against a 2 MB limit."""
     srv = start_server({"maxmemory-policy": policy})
