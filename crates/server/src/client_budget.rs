@@ -181,6 +181,27 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    /// A budget of 10,000 bytes with 9,000 in use, and `waiters`
+    /// connections (ids 0, 1, …) each waiting to grow by `wanted` bytes.
+    fn nearly_full_budget_with_waiters(
+        waiters: u64,
+        wanted: usize,
+    ) -> (
+        Arc<ClientBudget>,
+        Vec<tokio::task::JoinHandle<Option<Duration>>>,
+    ) {
+        let budget = Arc::new(ClientBudget::default());
+        budget.set_limit(10_000);
+        budget.recharge(0, 9_000);
+        let handles = (0..waiters)
+            .map(|client| {
+                let budget = budget.clone();
+                tokio::spawn(async move { budget.admit(client, wanted, false).await })
+            })
+            .collect();
+        (budget, handles)
+    }
+
     #[tokio::test]
     async fn under_budget_never_waits() {
         let budget = ClientBudget::default();
@@ -192,15 +213,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_release_resumes_every_paused_connection_it_makes_room_for() {
-        let budget = Arc::new(ClientBudget::default());
-        budget.set_limit(10_000);
-        budget.recharge(0, 9_000);
-        let waiters: Vec<_> = (0..3)
-            .map(|client| {
-                let budget = budget.clone();
-                tokio::spawn(async move { budget.admit(client, 2_000, false).await })
-            })
-            .collect();
+        let (budget, waiters) = nearly_full_budget_with_waiters(3, 2_000);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(budget.paused(), 3);
         budget.recharge(9_000, 500);
@@ -213,13 +226,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_closed_while_paused_stops_counting() {
-        let budget = Arc::new(ClientBudget::default());
-        budget.set_limit(10_000);
-        budget.recharge(0, 9_000);
-        let waiter = tokio::spawn({
-            let budget = budget.clone();
-            async move { budget.admit(1, 4_000, false).await }
-        });
+        let (budget, mut waiters) = nearly_full_budget_with_waiters(1, 4_000);
+        let waiter = waiters.remove(0);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(budget.paused(), 1);
         waiter.abort();
@@ -229,13 +237,8 @@ mod tests {
 
     #[tokio::test]
     async fn over_budget_pauses_until_memory_is_released() {
-        let budget = Arc::new(ClientBudget::default());
-        budget.set_limit(10_000);
-        budget.recharge(0, 9_000);
-        let waiter = tokio::spawn({
-            let budget = budget.clone();
-            async move { budget.admit(1, 4_000, false).await }
-        });
+        let (budget, mut waiters) = nearly_full_budget_with_waiters(1, 4_000);
+        let waiter = waiters.remove(0);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(budget.paused(), 1, "the connection waits");
         budget.recharge(9_000, 2_000);
