@@ -205,7 +205,11 @@ impl Blocking {
                 }
                 // Only a list with an element serves anyone; a key of
                 // another type leaves its waiters blocked, as in Redis.
-                if locked.peek(&key).and_then(|e| e.value.as_list()).is_none() {
+                if locked
+                    .peek(&key)
+                    .and_then(|e| e.value().as_list())
+                    .is_none()
+                {
                     break;
                 }
                 let outcome = match waiter.pop.apply(&mut locked, &key, &limits) {

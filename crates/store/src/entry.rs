@@ -1,18 +1,16 @@
 use crate::access::Access;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// One key and what the keyspace knows about it.
 #[derive(Debug)]
 pub struct Entry {
     key: Box<[u8]>,
-    /// The stored value.
-    pub value: Value,
+    value: Value,
     /// Absolute deadline in Unix milliseconds; 0 means no TTL. Kept in the
     /// entry (not a side table) so a lookup answers TTL questions without a
     /// second probe, and an expiry index can point back here.
     expire_at_ms: u64,
-    /// Recency/frequency for OBJECT and eviction.
-    pub access: Access,
+    access: Access,
 }
 
 impl Entry {
@@ -33,6 +31,21 @@ impl Entry {
     /// The key's bytes.
     pub fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// The stored value.
+    pub fn value(&self) -> ValueRef<'_> {
+        self.value.view()
+    }
+
+    /// The value, for in-place changes.
+    pub(crate) fn value_mut(&mut self) -> &mut Value {
+        &mut self.value
+    }
+
+    /// Recency/frequency for OBJECT and eviction.
+    pub fn access(&self) -> &Access {
+        &self.access
     }
 
     /// The deadline in Unix milliseconds, if the key has a TTL.

@@ -274,10 +274,10 @@ impl Store {
         let score = |e: &Entry| -> u64 {
             match policy {
                 crate::Policy::AllKeysLru | crate::Policy::VolatileLru => {
-                    u64::MAX - e.access.idle_micros(clock)
+                    u64::MAX - e.access().idle_micros(clock)
                 }
                 crate::Policy::AllKeysLfu | crate::Policy::VolatileLfu => {
-                    e.access.lfu_rank(&self.access, clock)
+                    e.access().lfu_rank(&self.access, clock)
                 }
                 crate::Policy::VolatileTtl => e.expire_at_ms().unwrap_or(u64::MAX),
                 _ => 0,
@@ -720,7 +720,7 @@ impl ReadShard<'_> {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let entry = self.live(key)?;
         let store = self.db.store;
-        entry.access.touch(&store.access, store.clock());
+        entry.access().touch(&store.access, store.clock());
         Some(entry)
     }
 
@@ -778,7 +778,7 @@ impl<'a> WriteShard<'a> {
     pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
         let clock = self.store.clock();
         let entry = self.guard.get_mut(key, self.now_ms)?;
-        entry.entry().access.touch(&self.store.access, clock);
+        entry.entry().access().touch(&self.store.access, clock);
         Some(entry)
     }
 
@@ -795,7 +795,7 @@ impl<'a> WriteShard<'a> {
     pub fn insert_renamed(&mut self, key: &[u8], old: Entry) -> Option<Entry> {
         let expire = old.expire_at_ms();
         let access = Access::new(&self.store.access, self.store.clock());
-        access.copy_from(&old.access);
+        access.copy_from(old.access());
         let (_, value) = old.into_parts();
         self.guard
             .insert(Entry::new(key.into(), value, expire, access), self.now_ms)

@@ -32,4 +32,4 @@ pub use keyspace::{
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};
 pub use types::{EncodingConfig, End, Hash, Limits, List, Set, ZSet};
-pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};
+pub use value::{parse_canonical_i64, Str, StrRef, Value, ValueRef, SHARED_INTEGERS};

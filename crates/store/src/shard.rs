@@ -560,7 +560,7 @@ impl EntryMut<'_> {
     pub fn value_mut(&mut self) -> &mut crate::Value {
         let entry = self.entry();
         self.shard.touch(entry.key());
-        &mut self.shard.slot_mut(self.slot).value
+        self.shard.slot_mut(self.slot).value_mut()
     }
 
     /// Sets or clears the TTL, keeping the shard's TTL totals exact.

@@ -7,14 +7,14 @@
 //! the lookup, the type check, the hit/miss statistics and the empty-key
 //! rule live here once.
 
-use keel_store::{Hash, Limits, List, Lookup, Set, Value, WriteShard, ZSet};
+use keel_store::{Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
 
 use super::{errors, is, parse_i64, Ctx, Error};
 
 /// A collection type as stored in a [`Value`].
 pub trait Kind: Default {
     /// The value as this type, or `None` for another type.
-    fn of(value: &Value) -> Option<&Self>;
+    fn of(value: ValueRef<'_>) -> Option<&Self>;
     /// Mutable access, or `None` for another type.
     fn of_mut(value: &mut Value) -> Option<&mut Self>;
     /// Wraps a new collection into a value.
@@ -22,7 +22,7 @@ pub trait Kind: Default {
 }
 
 impl Kind for Hash {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_hash()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -34,7 +34,7 @@ impl Kind for Hash {
 }
 
 impl Kind for Set {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_set()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -46,7 +46,7 @@ impl Kind for Set {
 }
 
 impl Kind for List {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_list()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -58,7 +58,7 @@ impl Kind for List {
 }
 
 impl Kind for ZSet {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_zset()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -86,7 +86,7 @@ pub fn read<T: Kind, R>(
     ctx.count_lookup(entry.is_some());
     match entry {
         None => f(ctx, None),
-        Some(e) => f(ctx, Some(T::of(&e.value).ok_or_else(wrongtype)?)),
+        Some(e) => f(ctx, Some(T::of(e.value()).ok_or_else(wrongtype)?)),
     }
 }
 
@@ -110,12 +110,12 @@ pub fn update_in<T: Kind, R>(
 ) -> Result<Option<R>, Error> {
     match shard.entry(key) {
         Lookup::Found(mut entry) => {
-            if T::of(&entry.entry().value).is_none() {
+            if T::of(entry.entry().value()).is_none() {
                 return Err(wrongtype());
             }
             let collection = T::of_mut(entry.value_mut()).expect("type checked above");
             let result = f(collection);
-            if entry.entry().value.is_empty_collection() {
+            if entry.entry().value().is_empty_collection() {
                 crate::lazyfree::free(entry.remove());
             }
             result.map(Some)

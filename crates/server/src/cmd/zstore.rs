@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use keel_store::{Set, Value, ZSet};
+use keel_store::{Set, Value, ValueRef, ZSet};
 
 use super::collection::{limits, store_in};
 use super::zadd::parse_score;
@@ -173,10 +173,10 @@ fn store(ctx: &mut Ctx, args: &[Bytes], inter: bool) -> Result<(), Error> {
     {
         let sources = keys
             .iter()
-            .map(|k| match locked.peek(k).map(|e| &e.value) {
+            .map(|k| match locked.peek(k).map(|e| e.value()) {
                 None => Ok(Source::Missing),
-                Some(Value::Set(s)) => Ok(Source::Set(s)),
-                Some(Value::ZSet(z)) => Ok(Source::ZSet(z)),
+                Some(ValueRef::Set(s)) => Ok(Source::Set(s)),
+                Some(ValueRef::ZSet(z)) => Ok(Source::ZSet(z)),
                 Some(_) => Err(Error::from(errors::WRONGTYPE)),
             })
             .collect::<Result<Vec<_>, _>>()?;
