@@ -786,7 +786,7 @@ impl<'a> WriteShard<'a> {
     /// there. Returns the previous live entry.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
         let access = Access::new(&self.store.access, self.store.clock());
-        let entry = Entry::new(key.into(), value, expire_at_ms, access);
+        let entry = Entry::new(key, value, expire_at_ms, access);
         self.guard.insert(entry, self.now_ms)
     }
 
@@ -794,11 +794,10 @@ impl<'a> WriteShard<'a> {
     /// and access history but giving it a new key.
     pub fn insert_renamed(&mut self, key: &[u8], old: Entry) -> Option<Entry> {
         let expire = old.expire_at_ms();
-        let access = Access::new(&self.store.access, self.store.clock());
-        access.copy_from(old.access());
-        let (_, value) = old.into_parts();
+        let access = old.access().duplicate();
+        let value = old.into_value();
         self.guard
-            .insert(Entry::new(key.into(), value, expire, access), self.now_ms)
+            .insert(Entry::new(key, value, expire, access), self.now_ms)
     }
 
     /// Marks `flag` when `key` is next written, expired or evicted (WATCH).

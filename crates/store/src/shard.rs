@@ -1,7 +1,14 @@
+/// Bytes one deadline costs in the ordered set: a 16-byte element in B-tree
+/// nodes that are about two-thirds full on average.
+const DEADLINE_BYTES: usize = 24;
+
 //! One shard of one database: a hash index over a slab of stable slots.
 //!
 //! Entries live in fixed-size chunks of slots and never move while they
 //! exist; the hash index maps a key to its slot number (4 bytes per key).
+//! A slot is one pointer (8 bytes) to the entry's packed block (see
+//! `entry.rs`), so a key costs its block, its slot and about 10 bytes of
+//! index; free slots are listed only while free, never reserved per key.
 //! Stable slots buy three things a plain hash map cannot give:
 //!
 //! - SCAN keeps Redis's guarantee (every key present for the whole
@@ -78,10 +85,6 @@ fn locate(slot: usize) -> (usize, usize) {
 /// Bytes one index bucket costs: the slot number and hashbrown's control
 /// byte.
 const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
-
-/// Bytes one deadline costs in the ordered set: a 16-byte element in B-tree
-/// nodes that are about two-thirds full on average.
-const DEADLINE_BYTES: usize = 24;
 
 /// The hash of the key in `slot`, for the index to rehash by.
 fn slot_hash(chunks: &[Box<[Option<Entry>]>], hasher: &RandomState, slot: u32) -> u64 {
@@ -328,13 +331,10 @@ impl Shard {
     /// (same slot). Returns the previous value if it was live.
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
         self.touch(entry.key());
-        self.heap_bytes += entry.heap_bytes();
-        let deadline = entry.expire_at_ms();
         if let Some(slot) = self.find(entry.key()) {
+            self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
-            self.forget(slot, &old);
-            let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
-            self.track_expire(slot, None, deadline, bytes);
+            self.account(slot);
             if old.is_expired(now_ms) {
                 self.note_expired_by_writer(old);
                 return None;
@@ -356,8 +356,7 @@ impl Shard {
             ..
         } = self;
         index.insert_unique(hash, slot, |&other| slot_hash(chunks, hasher, other));
-        let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
-        self.track_expire(slot, None, deadline, bytes);
+        self.account(slot);
         None
     }
 
@@ -375,7 +374,7 @@ impl Shard {
 
     fn note_expired_by_writer(&mut self, entry: Entry) {
         self.reclaimed_expired += 1;
-        self.expired_by_writers.push(entry.into_parts().0);
+        self.expired_by_writers.push(entry.key().into());
     }
 
     /// Keys of expired entries removed inline by writers since the last
@@ -394,9 +393,6 @@ impl Shard {
         );
         self.chunks.push((0..len).map(|_| None).collect());
         self.live_per_chunk.push(0);
-        // Room for every slot there is, so freeing slots later never
-        // reallocates the free list.
-        self.free.reserve(first + len - self.free.len());
         self.free
             .extend((first as u32 + 1..(first + len) as u32).rev());
         first as u32
@@ -412,12 +408,12 @@ impl Shard {
             .find_entry(hash, |&s| s == slot)
             .expect("slot is indexed")
             .remove();
+        self.unaccount(slot);
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.live_per_chunk[k] -= 1;
         self.touch(entry.key());
         self.free.push(slot);
-        self.forget(slot, &entry);
         self.release_unused();
         entry
     }
@@ -454,11 +450,33 @@ impl Shard {
         }
     }
 
-    /// Removes the bytes and TTL of the entry that was in `slot` from the
-    /// totals and the deadline index.
-    fn forget(&mut self, slot: u32, entry: &Entry) {
-        self.heap_bytes -= entry.heap_bytes();
-        self.track_expire(slot, entry.expire_at_ms(), None, Shard::entry_bytes(entry));
+    /// Adds the bytes and TTL of the entry in `slot` to the totals and the
+    /// deadline index.
+    fn account(&mut self, slot: u32) {
+        let (heap, bytes, deadline) = self.accounted(slot);
+        self.heap_bytes += heap;
+        self.track_expire(slot, None, deadline, bytes);
+    }
+
+    /// Removes the bytes and TTL of the entry in `slot` from the totals and
+    /// the deadline index, before it leaves or changes size.
+    fn unaccount(&mut self, slot: u32) {
+        let (heap, bytes, deadline) = self.accounted(slot);
+        self.heap_bytes -= heap;
+        self.track_expire(slot, deadline, None, bytes);
+    }
+
+    /// What the entry in `slot` counts for: its heap bytes, its bytes as
+    /// MEMORY USAGE reports them, and its deadline.
+    fn accounted(&self, slot: u32) -> (usize, usize, Option<u64>) {
+        let entry = self
+            .slot(slot as usize)
+            .expect("accounted slot is occupied");
+        (
+            entry.heap_bytes(),
+            Shard::entry_bytes(entry),
+            entry.expire_at_ms(),
+        )
     }
 
     /// The one place TTL bookkeeping changes: count, sum and index.
@@ -563,13 +581,15 @@ impl EntryMut<'_> {
         self.shard.slot_mut(self.slot).value_mut()
     }
 
-    /// Sets or clears the TTL, keeping the shard's TTL totals exact.
+    /// Sets or clears the TTL, keeping the shard's TTL totals exact. The
+    /// entry's size changes with it (a deadline takes room only when set).
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
-        let old = self.entry().expire_at_ms();
+        self.sync_bytes();
         self.shard.touch(self.entry().key());
-        let bytes = Shard::entry_bytes(self.entry());
-        self.shard.track_expire(self.slot, old, at, bytes);
+        self.shard.unaccount(self.slot);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
+        self.shard.account(self.slot);
+        self.heap_before = self.entry().heap_bytes();
     }
 
     /// Deletes the entry and returns it.
@@ -580,7 +600,10 @@ impl EntryMut<'_> {
         entry
     }
 
+    /// Brings the shard's totals up to date with the entry's size, after
+    /// moving an edited string back inline.
     fn sync_bytes(&mut self) {
+        self.shard.slot_mut(self.slot).compact();
         let now = self.entry().heap_bytes();
         self.shard.heap_bytes = self.shard.heap_bytes + now - self.heap_before;
         if let Some(at) = self.entry().expire_at_ms() {
@@ -608,7 +631,7 @@ mod tests {
     fn entry(key: &str, value: &str, ttl: Option<u64>) -> Entry {
         let clock = Clock { micros: 0 };
         Entry::new(
-            key.as_bytes().into(),
+            key.as_bytes(),
             Value::Str(Str::from_bytes(value.as_bytes())),
             ttl,
             Access::new(&AccessConfig::default(), clock),
