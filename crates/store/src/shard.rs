@@ -1,7 +1,3 @@
-/// Bytes one deadline costs in the ordered set: a 16-byte element in B-tree
-/// nodes that are about two-thirds full on average.
-const DEADLINE_BYTES: usize = 24;
-
 //! One shard of one database: a hash index over a slab of stable slots.
 //!
 //! Entries live in fixed-size chunks of slots and never move while they
@@ -21,7 +17,7 @@ const DEADLINE_BYTES: usize = 24;
 //!   does not stall on one big reallocation.
 //!
 //! Keys with a TTL are also indexed by deadline (an ordered set of
-//! `(deadline, slot)`), so the keys due now are found directly, without
+//! `(deadline, slot)` packed into one `u64` each, see `expiry.rs`), so the keys due now are found directly, without
 //! sampling or scanning keys that are not due: reclaiming them costs time
 //! proportional to how many expire, never to how many exist.
 //!
@@ -31,7 +27,7 @@ const DEADLINE_BYTES: usize = 24;
 //! in-place change, TTL change, removal, expiry and eviction of a key marks
 //! the clients watching it (one emptiness check when nobody watches).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,7 +36,7 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
 use crate::entry::Entry;
-use crate::expiry::Reclaimed;
+use crate::expiry::{Deadlines, Reclaimed};
 
 /// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
 /// holding a few keys costs a few hundred bytes, and a large one adds
@@ -108,7 +104,7 @@ pub struct Shard {
     heap_bytes: usize,
     expires: usize,
     expire_sum_ms: u128,
-    deadlines: BTreeSet<(u64, u32)>,
+    deadlines: Deadlines,
     /// Accounted bytes of keys with a TTL, by deadline second: what INFO's
     /// stale share reads, one entry per second instead of one per key.
     deadline_bytes: BTreeMap<u64, usize>,
@@ -130,7 +126,7 @@ impl Shard {
             heap_bytes: 0,
             expires: 0,
             expire_sum_ms: 0,
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             deadline_bytes: BTreeMap::new(),
             reclaimed_expired: 0,
             watchers: hashbrown::HashMap::new(),
@@ -224,12 +220,12 @@ impl Shard {
 
     /// Bytes of the deadline index of keys with a TTL.
     pub fn expiry_index_bytes(&self) -> usize {
-        self.deadlines.len() * DEADLINE_BYTES
+        self.deadlines.bytes()
     }
 
     /// The earliest deadline of any key here.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|&(at, _)| at)
+        self.deadlines.first().map(|(at, _)| at)
     }
 
     /// Unlinks up to `max` keys whose deadline is at or before `now_ms`,
@@ -239,7 +235,7 @@ impl Shard {
         let mut done = Reclaimed::default();
         while done.keys < max {
             match self.deadlines.first() {
-                Some(&(at, slot)) if at <= now_ms => {
+                Some((at, slot)) if at <= now_ms => {
                     out.push(self.take_slot(slot));
                     self.reclaimed_expired += 1;
                     done.keys += 1;
@@ -485,13 +481,13 @@ impl Shard {
         if let Some(at) = old {
             self.expires -= 1;
             self.expire_sum_ms -= at as u128;
-            self.deadlines.remove(&(at, slot));
+            self.deadlines.remove(at, slot);
             self.add_deadline_bytes(at, -(bytes as isize));
         }
         if let Some(at) = new {
             self.expires += 1;
             self.expire_sum_ms += at as u128;
-            self.deadlines.insert((at, slot));
+            self.deadlines.insert(at, slot);
             self.add_deadline_bytes(at, bytes as isize);
         }
     }
