@@ -27,6 +27,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::runs::SortedRuns;
+
 /// What one reclaim did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Reclaimed {
@@ -90,24 +92,27 @@ const SLOT_BITS: u32 = 22;
 /// year 2109.
 const MAX_PACKED_DEADLINE: u64 = (1 << (64 - SLOT_BITS)) - 1;
 
-/// Bytes one packed deadline costs: an 8-byte element in B-tree nodes that
+/// Bytes one packed deadline costs: an 8-byte element in sorted runs that
+/// in-order inserts fill and random ones leave three-quarters full on
+/// average.
+const PACKED_DEADLINE_BYTES: usize = 11;
+/// Bytes one wide deadline costs: a 16-byte element in B-tree nodes that
 /// are about two-thirds full on average.
-const PACKED_DEADLINE_BYTES: usize = 12;
-/// Bytes one wide deadline costs: a 16-byte element, likewise.
 const WIDE_DEADLINE_BYTES: usize = 24;
 
 /// One shard's keys with a TTL, ordered by `(deadline, slot)`.
 ///
 /// Nearly every key is one `u64` — the deadline in the high 42 bits, the
-/// slot in the low 22 — in an ordered set, which is half the size of a
-/// `(u64, u32)` pair padded to 16 bytes and keeps everything the pair gave:
+/// slot in the low 22 — in an ordered set of sorted runs (see `runs.rs`),
+/// a third of what a B-tree of `(u64, u32)` pairs padded to 16 bytes costs,
+/// keeping everything the pairs gave:
 /// the earliest deadline is the first element, the keys due are a walk
 /// from the front, and a key is found and removed by its deadline and slot.
 /// A deadline past 2109 or a slot past 4M does not fit and goes to a
 /// second, wide set; the earliest key is the lesser of the two fronts.
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
-    packed: BTreeSet<u64>,
+    packed: SortedRuns,
     wide: BTreeSet<(u64, u32)>,
 }
 
@@ -127,7 +132,7 @@ impl Deadlines {
     /// Removes the key in `slot`, which was due at `at`.
     pub(crate) fn remove(&mut self, at: u64, slot: u32) {
         match pack(at, slot) {
-            Some(key) => self.packed.remove(&key),
+            Some(key) => self.packed.remove(key),
             None => self.wide.remove(&(at, slot)),
         };
     }
@@ -137,7 +142,7 @@ impl Deadlines {
         let packed = self
             .packed
             .first()
-            .map(|&key| (key >> SLOT_BITS, (key & ((1 << SLOT_BITS) - 1)) as u32));
+            .map(|key| (key >> SLOT_BITS, (key & ((1 << SLOT_BITS) - 1)) as u32));
         let wide = self.wide.first().copied();
         match (packed, wide) {
             (Some(packed), Some(wide)) => Some(packed.min(wide)),

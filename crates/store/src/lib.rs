@@ -9,7 +9,8 @@
 //! - [`shard`]: one shard's stable-slot table and its accounting.
 //! - [`value`]: the value enum and strings.
 //! - [`types`]: hashes, sets, lists and sorted sets, their compact and full encodings.
-//! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling.
+//! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling;
+//!   its deadline index is a set of sorted runs (`runs.rs`).
 //! - [`access`]: recency/frequency per key and the maxmemory policies.
 //! - [`pattern`]: Redis glob matching.
 
@@ -18,6 +19,7 @@ mod entry;
 pub mod expiry;
 pub mod keyspace;
 pub mod pattern;
+mod runs;
 pub mod shard;
 pub mod types;
 pub mod value;
