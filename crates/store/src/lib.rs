@@ -6,7 +6,8 @@
 //! organised by concern:
 //!
 //! - [`keyspace`]: databases, shards and the locking discipline.
-//! - [`shard`]: one shard's stable-slot table and its accounting.
+//! - [`shard`]: one shard's stable-slot table and its accounting; its hash
+//!   index is in `index.rs`.
 //! - [`value`]: the value enum and strings.
 //! - [`types`]: hashes, sets, lists and sorted sets, their compact and full encodings.
 //! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling;
@@ -17,6 +18,7 @@
 pub mod access;
 mod entry;
 pub mod expiry;
+mod index;
 pub mod keyspace;
 pub mod pattern;
 mod runs;

@@ -1,10 +1,11 @@
 //! One shard of one database: a hash index over a slab of stable slots.
 //!
 //! Entries live in fixed-size chunks of slots and never move while they
-//! exist; the hash index maps a key to its slot number (4 bytes per key).
-//! A slot is one pointer (8 bytes) to the entry's packed block (see
-//! `entry.rs`), so a key costs its block, its slot and about 10 bytes of
-//! index; free slots are listed only while free, never reserved per key.
+//! exist; the hash index (`index.rs`) maps a key to its slot number in
+//! 4-byte buckets at most 3/4 full. A slot is one pointer (8 bytes) to the
+//! entry's packed block (`entry.rs`), so a key costs its block, its slot
+//! and 5 to 11 bytes of index; free slots are listed only while free,
+//! never reserved per key.
 //! Stable slots buy three things a plain hash map cannot give:
 //!
 //! - SCAN keeps Redis's guarantee (every key present for the whole
@@ -33,10 +34,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
-use hashbrown::HashTable;
 
 use crate::entry::Entry;
 use crate::expiry::{Deadlines, Reclaimed};
+use crate::index::{self, SlotIndex};
 
 /// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
 /// holding a few keys costs a few hundred bytes, and a large one adds
@@ -78,10 +79,6 @@ fn locate(slot: usize) -> (usize, usize) {
     }
 }
 
-/// Bytes one index bucket costs: the slot number and hashbrown's control
-/// byte.
-const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
-
 /// The hash of the key in `slot`, for the index to rehash by.
 fn slot_hash(chunks: &[Box<[Option<Entry>]>], hasher: &RandomState, slot: u32) -> u64 {
     let (k, i) = locate(slot as usize);
@@ -96,7 +93,7 @@ pub type WatchFlag = Arc<AtomicBool>;
 #[derive(Debug)]
 pub struct Shard {
     hasher: RandomState,
-    index: HashTable<u32>,
+    index: SlotIndex,
     chunks: Vec<Box<[Option<Entry>]>>,
     /// Live entries per chunk, so empty trailing chunks can be released.
     live_per_chunk: Vec<u32>,
@@ -119,7 +116,7 @@ impl Shard {
     pub(crate) fn new(hasher: RandomState) -> Shard {
         Shard {
             hasher,
-            index: HashTable::new(),
+            index: SlotIndex::default(),
             chunks: Vec::new(),
             live_per_chunk: Vec::new(),
             free: Vec::new(),
@@ -212,8 +209,7 @@ impl Shard {
     /// Bytes of the structures that hold the keys: slots, hash index and
     /// free list.
     pub fn table_bytes(&self) -> usize {
-        let buckets = self.index.capacity() * 8 / 7;
-        buckets * INDEX_BUCKET_BYTES
+        self.index.bytes()
             + self.slot_count() * std::mem::size_of::<Option<Entry>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
     }
@@ -265,7 +261,7 @@ impl Shard {
     /// The bytes one entry accounts for, as MEMORY USAGE reports it: its key
     /// and value, its slot, and its share of the index.
     pub fn entry_bytes(entry: &Entry) -> usize {
-        entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + INDEX_BUCKET_BYTES * 8 / 7
+        entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + index::BYTES_PER_KEY
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
@@ -287,11 +283,9 @@ impl Shard {
 
     fn find(&self, key: &[u8]) -> Option<u32> {
         let hash = self.hash(key);
-        self.index
-            .find(hash, |&slot| {
-                self.slot(slot as usize).is_some_and(|e| e.key() == key)
-            })
-            .copied()
+        self.index.find(hash, |slot| {
+            self.slot(slot as usize).is_some_and(|e| e.key() == key)
+        })
     }
 
     /// The live entry for `key`; an expired entry reads as absent.
@@ -351,7 +345,7 @@ impl Shard {
             hasher,
             ..
         } = self;
-        index.insert_unique(hash, slot, |&other| slot_hash(chunks, hasher, other));
+        index.insert(hash, slot, |other| slot_hash(chunks, hasher, other));
         self.account(slot);
         None
     }
@@ -384,7 +378,7 @@ impl Shard {
         let k = self.chunks.len();
         let (first, len) = (chunk_start(k), chunk_len(k));
         assert!(
-            first + len <= u32::MAX as usize,
+            first + len <= index::MAX_SLOTS,
             "shard slot space exhausted"
         );
         self.chunks.push((0..len).map(|_| None).collect());
@@ -400,10 +394,7 @@ impl Shard {
                 .expect("indexed slot is occupied")
                 .key(),
         );
-        self.index
-            .find_entry(hash, |&s| s == slot)
-            .expect("slot is indexed")
-            .remove();
+        self.index.remove(hash, slot);
         self.unaccount(slot);
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
@@ -420,7 +411,7 @@ impl Shard {
     /// never move, so SCAN's guarantee holds.
     fn release_unused(&mut self) {
         if self.index.is_empty() {
-            self.index = HashTable::new();
+            self.index = SlotIndex::default();
             self.chunks = Vec::new();
             self.live_per_chunk = Vec::new();
             self.free = Vec::new();
@@ -442,7 +433,7 @@ impl Shard {
                 hasher,
                 ..
             } = self;
-            index.shrink_to(index.len() * 2, |&slot| slot_hash(chunks, hasher, slot));
+            index.shrink(|slot| slot_hash(chunks, hasher, slot));
         }
     }
 
