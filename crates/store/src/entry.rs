@@ -15,9 +15,10 @@
 //!            payload          inline string bytes | i64 | pointer to a Value
 //! ```
 //!
-//! A 11-byte key with a 64-byte value takes 86 bytes (94 with a TTL), one
-//! allocator size class of 96 either way, where separate key, value and
-//! slot records cost three blocks and 64 bytes of slot. The payload is:
+//! An 11-byte key with a 64-byte value takes 86 bytes (94 with a TTL), one
+//! allocator size class of 96 either way, where a 64-byte record in the
+//! slot with separately allocated key and value cost 64 + 16 + 64 bytes.
+//! The payload is:
 //!
 //! - the bytes themselves for a string written once (Redis's embstr/raw),
 //! - the number for an integer-encoded string (Redis's int),

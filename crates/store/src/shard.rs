@@ -2,10 +2,17 @@
 //!
 //! Entries live in fixed-size chunks of slots and never move while they
 //! exist; the hash index (`index.rs`) maps a key to its slot number in
-//! 4-byte buckets at most 3/4 full. A slot is one pointer (8 bytes) to the
-//! entry's packed block (`entry.rs`), so a key costs its block, its slot
-//! and 5 to 11 bytes of index; free slots are listed only while free,
-//! never reserved per key.
+//! 4-byte buckets at most 3/4 full.
+//!
+//! What a key costs: its entry's packed block (`entry.rs`: access word,
+//! flags, deadline if any, key and inline string bytes in one allocation),
+//! an 8-byte slot pointing to it, and 5 to 11 bytes of index, plus 11
+//! bytes of deadline index with a TTL (`expiry.rs`). Free slots are listed
+//! only while free, never reserved per key. A slot holding a pointer rather
+//! than the entry's fields costs 8 bytes instead of 64, and a GET reads
+//! the index, the slot and one block holding key and value together,
+//! where separate key and value allocations cost a cache miss each.
+//!
 //! Stable slots buy three things a plain hash map cannot give:
 //!
 //! - SCAN keeps Redis's guarantee (every key present for the whole
@@ -18,8 +25,9 @@
 //!   does not stall on one big reallocation.
 //!
 //! Keys with a TTL are also indexed by deadline (an ordered set of
-//! `(deadline, slot)` packed into one `u64` each, see `expiry.rs`), so the keys due now are found directly, without
-//! sampling or scanning keys that are not due: reclaiming them costs time
+//! `(deadline, slot)` packed into one `u64` each, see `expiry.rs`), so the
+//! keys due now are found directly, without sampling or scanning keys that
+//! are not due: reclaiming them costs time
 //! proportional to how many expire, never to how many exist.
 //!
 //! Every change to what the shard holds goes through this file, so the byte
