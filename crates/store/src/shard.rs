@@ -680,6 +680,47 @@ mod tests {
         assert_eq!(shard.expire_sum_ms, 0);
     }
 
+    /// Edits that rebuild an entry's block (a TTL set or cleared, an inline
+    /// string edited in place) keep the totals equal to what the entries
+    /// hold, and the stale share equal to what the keys with a TTL hold.
+    #[test]
+    fn accounting_follows_block_rebuilds() {
+        let mut shard = Shard::new(RandomState::default());
+        let check = |shard: &Shard| {
+            let held: usize = shard.iter(0).map(Entry::heap_bytes).sum();
+            assert_eq!(shard.data_bytes(), held);
+            let with_ttl: usize = shard
+                .iter(0)
+                .filter(|e| e.expire_at_ms().is_some())
+                .map(Shard::entry_bytes)
+                .sum();
+            assert_eq!(shard.stale_bytes(u64::MAX), with_ttl);
+        };
+        for i in 0..300u64 {
+            let ttl = (i % 2 == 0).then_some(10_000 + i);
+            shard.insert(entry(&format!("k{i}"), &i.to_string(), ttl), 0);
+        }
+        check(&shard);
+        for i in 0..300u64 {
+            let key = format!("k{i}");
+            let mut e = shard.get_mut(key.as_bytes(), 0).unwrap();
+            match i % 4 {
+                0 => e.set_expire_at_ms(None),
+                1 => e.set_expire_at_ms(Some(20_000)),
+                2 => *e.value_mut().as_str_mut().unwrap() = Str::Int(-1),
+                _ => e
+                    .value_mut()
+                    .as_str_mut()
+                    .unwrap()
+                    .make_growable()
+                    .push(b'x'),
+            }
+            drop(e);
+            check(&shard);
+        }
+        assert_eq!(shard.expires(), 150);
+    }
+
     #[test]
     fn expired_entries_read_as_absent_and_are_reclaimed_by_writers() {
         let mut shard = Shard::new(RandomState::default());
