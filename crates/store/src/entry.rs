@@ -107,13 +107,41 @@ fn inline_payload(value: &Value) -> Option<Payload<'_>> {
     }
 }
 
-/// Appends `n` as LEB128 to `out`.
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
+/// The header after the access word, assembled on the stack so building
+/// an entry allocates nothing but its block: flags, deadline and two
+/// LEB128 lengths take at most 1 + 8 + 10 + 10 bytes.
+struct Header {
+    bytes: [u8; 29],
+    len: usize,
+}
+
+impl Header {
+    fn new(flags: u8) -> Header {
+        let mut header = Header {
+            bytes: [0; 29],
+            len: 0,
+        };
+        header.put(&[flags]);
+        header
     }
-    out.push(n as u8);
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Appends `n` as LEB128.
+    fn put_varint(&mut self, mut n: usize) {
+        while n >= 0x80 {
+            self.put(&[n as u8 | 0x80]);
+            n >>= 7;
+        }
+        self.put(&[n as u8]);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// One key and what the keyspace knows about it: its value, its deadline
@@ -150,16 +178,16 @@ impl Entry {
 
     /// Allocates and fills a block.
     fn build(key: &[u8], payload: Payload<'_>, deadline: Option<u64>, access: Access) -> Entry {
-        let mut header = Vec::with_capacity(32);
-        header.push(payload.kind() | if deadline.is_some() { HAS_DEADLINE } else { 0 });
+        let mut header =
+            Header::new(payload.kind() | if deadline.is_some() { HAS_DEADLINE } else { 0 });
         if let Some(at) = deadline {
-            header.extend_from_slice(&at.to_ne_bytes());
+            header.put(&at.to_ne_bytes());
         }
-        put_varint(&mut header, key.len());
+        header.put_varint(key.len());
         let int_bytes;
         let tail: &[u8] = match &payload {
             Payload::Bytes(bytes) => {
-                put_varint(&mut header, bytes.len());
+                header.put_varint(bytes.len());
                 bytes
             }
             Payload::Int(n) => {
@@ -177,7 +205,7 @@ impl Entry {
         } else {
             0
         };
-        let size = FLAGS_AT + header.len() + key.len() + tail.len() + pointer_len;
+        let size = FLAGS_AT + header.len + key.len() + tail.len() + pointer_len;
         let layout = Layout::from_size_align(size, ALIGN).expect("entry size fits a layout");
         // SAFETY: `layout` has a non-zero size (the access word alone is 8
         // bytes).
@@ -191,7 +219,7 @@ impl Entry {
         unsafe {
             block.as_ptr().cast::<Access>().write(access);
             let mut at = block.as_ptr().add(FLAGS_AT);
-            for part in [&header[..], key, tail] {
+            for part in [header.as_slice(), key, tail] {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
             }
