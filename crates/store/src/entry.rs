@@ -158,12 +158,15 @@ unsafe impl Send for Entry {}
 // access word.
 unsafe impl Sync for Entry {}
 
+/// The Send and Sync claims above rely on this.
 const _: () = {
     const fn send_and_sync<T: Send + Sync>() {}
     send_and_sync::<Value>();
 };
 
 impl Entry {
+    /// Packs `key`, `value`, the deadline and the access word into one
+    /// block; a string written once goes inline, anything else is boxed.
     pub(crate) fn new(
         key: &[u8],
         value: Value,
