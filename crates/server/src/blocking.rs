@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_resp::Writer;
-use keel_store::{Limits, MultiWrite, Value};
+use keel_store::{Limits, MultiWrite, ValueRef};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
@@ -76,7 +76,7 @@ impl Wait {
     }
 
     /// True if a key holding `value` can serve this wait.
-    fn served_by(&self, value: &Value) -> bool {
+    fn served_by(&self, value: ValueRef) -> bool {
         match self {
             Wait::List(_) => value.as_list().is_some(),
             Wait::ZSet { .. } => value.as_zset().is_some(),
@@ -284,7 +284,7 @@ impl Blocking {
         queues: &Queues,
         db: usize,
         key: &Bytes,
-        value: &Value,
+        value: ValueRef,
     ) -> Option<Arc<Waiter>> {
         let queue = queues.get(&(db, key.clone()))?;
         queue.iter().find(|w| w.wait.served_by(value)).cloned()
@@ -305,7 +305,8 @@ impl Blocking {
                     let Some(entry) = shard.peek(&key) else {
                         break;
                     };
-                    let waiter = Self::first_served_by(&self.queues.lock(), db, &key, &entry.value);
+                    let waiter =
+                        Self::first_served_by(&self.queues.lock(), db, &key, entry.value());
                     let Some(waiter) = waiter else {
                         break;
                     };
@@ -314,7 +315,7 @@ impl Blocking {
                 let mut locked = view.write_many(&waiter.wait.keys(&key));
                 let mut queues = self.queues.lock();
                 let still_first = locked.peek(&key).is_some_and(|entry| {
-                    Self::first_served_by(&queues, db, &key, &entry.value)
+                    Self::first_served_by(&queues, db, &key, entry.value())
                         .is_some_and(|w| Arc::ptr_eq(&w, &waiter))
                 });
                 if !still_first {

@@ -13,8 +13,10 @@
 //! keel keeps microseconds since the store started, which never wrap: its
 //! eviction runs in the background, after the writes, so it compares keys
 //! written moments apart, and a coarse clock would make the newest key tie
-//! with older ones. The word costs no memory: the entry's layout pads it to
-//! eight bytes either way.
+//! with older ones. The word stays eight bytes: it opens the entry's packed
+//! block (see `entry.rs`), aligned for atomic access, and four bytes would
+//! not move a typical small key (11-byte key, 64-byte value, with or
+//! without a TTL) into a smaller allocator size class.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -155,8 +157,10 @@ const LFU_TIME_MAX: u64 = (1 << 56) - 1;
 /// Microseconds per minute, the unit of `lfu-decay-time`.
 const MICROS_PER_MINUTE: u64 = 60_000_000;
 
-/// The per-entry access word.
+/// The per-entry access word. Transparent so an entry's packed block can
+/// hold it at a fixed, aligned offset.
 #[derive(Debug)]
+#[repr(transparent)]
 pub struct Access(AtomicU64);
 
 impl Access {
@@ -177,10 +181,10 @@ impl Access {
         self.0.store(word, Ordering::Relaxed);
     }
 
-    /// Copies the word of another entry (RENAME keeps the key's history).
-    pub fn copy_from(&self, other: &Access) {
-        self.0
-            .store(other.0.load(Ordering::Relaxed), Ordering::Relaxed);
+    /// A new word with this one's history, for an entry rebuilt in a new
+    /// block or given a new key (RENAME keeps the key's history).
+    pub(crate) fn duplicate(&self) -> Access {
+        Access(AtomicU64::new(self.0.load(Ordering::Relaxed)))
     }
 
     /// Microseconds since the last access (under non-LFU policies).

@@ -1,61 +1,579 @@
-use crate::access::Access;
-use crate::value::Value;
+//! One key and what the keyspace knows about it, packed into a single
+//! allocation.
+//!
+//! A cache holds millions of small keys, so what a key costs beyond its own
+//! bytes decides how much fits. An [`Entry`] is one pointer to one heap
+//! block laid out as:
+//!
+//! ```text
+//! offset 0   access word      8 bytes, aligned (recency/frequency, atomic)
+//! offset 8   flags            1 byte: payload kind, whether a deadline follows
+//! offset 9   deadline         8 bytes, only for a key with a TTL
+//!            key length       LEB128, 1 byte below 128
+//!            value length     LEB128, only for inline string bytes
+//!            key bytes
+//!            payload          inline string bytes | i64 | pointer to a Value
+//! ```
+//!
+//! An 11-byte key with a 64-byte value takes 86 bytes (94 with a TTL), one
+//! allocator size class of 96 either way, where a 64-byte record in the
+//! slot with separately allocated key and value cost 64 + 16 + 64 bytes.
+//! The payload is:
+//!
+//! - the bytes themselves for a string written once (Redis's embstr/raw),
+//! - the number for an integer-encoded string (Redis's int),
+//! - a pointer to a boxed [`Value`] for everything edited in place: strings
+//!   grown by APPEND/SETRANGE (their spare capacity keeps growth
+//!   amortised) and every collection (which keep their own structures).
+//!
+//! The trade-off is that a layout change (adding or clearing a TTL, or
+//! editing an inline string) reallocates the block: [`Entry::value_mut`]
+//! moves an inline string into a boxed [`Value`] for the edit and
+//! [`Entry::compact`] moves it back once the edit is done, so callers keep
+//! the plain `&mut Value` API. Readers get a borrowed [`ValueRef`] instead of
+//! a `&Value`, because an inline string is not a `Value` in memory.
+//!
+//! All unsafe code of the packed layout is in this file.
 
-/// One key and what the keyspace knows about it.
-#[derive(Debug)]
-pub struct Entry {
-    key: Box<[u8]>,
-    /// The stored value.
-    pub value: Value,
-    /// Absolute deadline in Unix milliseconds; 0 means no TTL. Kept in the
-    /// entry (not a side table) so a lookup answers TTL questions without a
-    /// second probe, and an expiry index can point back here.
-    expire_at_ms: u64,
-    /// Recency/frequency for OBJECT and eviction.
-    pub access: Access,
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::ptr::{self, NonNull};
+
+use crate::access::Access;
+use crate::value::{Str, StrRef, Value, ValueRef};
+
+/// Offset of the flags byte, after the access word.
+const FLAGS_AT: usize = std::mem::size_of::<Access>();
+/// Offset of the deadline, for a key that has one.
+const DEADLINE_AT: usize = FLAGS_AT + 1;
+/// Every block is aligned for the access word at offset 0.
+const ALIGN: usize = std::mem::align_of::<Access>();
+
+/// Flags: what the payload holds (the low two bits).
+const PAYLOAD_KIND: u8 = 0b011;
+/// Payload: inline string bytes, preceded by their length.
+const KIND_BYTES: u8 = 0;
+/// Payload: an integer-encoded string, 8 bytes.
+const KIND_INT: u8 = 1;
+/// Payload: a pointer to a boxed value.
+const KIND_BOXED: u8 = 2;
+/// Flags: a deadline follows the flags.
+const HAS_DEADLINE: u8 = 0b100;
+
+/// Where the parts of one block are, decoded from its header.
+struct Shape {
+    flags: u8,
+    key_at: usize,
+    key_len: usize,
+    payload_at: usize,
+    payload_len: usize,
 }
 
+impl Shape {
+    /// The block's size in bytes, which is also what it was allocated with.
+    fn size(&self) -> usize {
+        self.payload_at + self.payload_len
+    }
+
+    fn kind(&self) -> u8 {
+        self.flags & PAYLOAD_KIND
+    }
+}
+
+/// What an entry stores after its key, borrowed or owned as it is built.
+enum Payload<'a> {
+    Bytes(&'a [u8]),
+    Int(i64),
+    Boxed(Box<Value>),
+}
+
+impl Payload<'_> {
+    fn kind(&self) -> u8 {
+        match self {
+            Payload::Bytes(_) => KIND_BYTES,
+            Payload::Int(_) => KIND_INT,
+            Payload::Boxed(_) => KIND_BOXED,
+        }
+    }
+}
+
+/// The inline form of a string written once (int or bytes); `None` for a
+/// value that stays boxed.
+fn inline_payload(value: &Value) -> Option<Payload<'_>> {
+    match value {
+        Value::Str(Str::Int(n)) => Some(Payload::Int(*n)),
+        Value::Str(Str::Fixed(bytes)) => Some(Payload::Bytes(bytes)),
+        _ => None,
+    }
+}
+
+/// The header after the access word, assembled on the stack so building
+/// an entry allocates nothing but its block: flags, deadline and two
+/// LEB128 lengths take at most 1 + 8 + 10 + 10 bytes.
+struct Header {
+    bytes: [u8; 29],
+    len: usize,
+}
+
+impl Header {
+    fn new(flags: u8) -> Header {
+        let mut header = Header {
+            bytes: [0; 29],
+            len: 0,
+        };
+        header.put(&[flags]);
+        header
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Appends `n` as LEB128.
+    fn put_varint(&mut self, mut n: usize) {
+        while n >= 0x80 {
+            self.put(&[n as u8 | 0x80]);
+            n >>= 7;
+        }
+        self.put(&[n as u8]);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// One key and what the keyspace knows about it: its value, its deadline
+/// (if it has a TTL) and its access word, in one allocation.
+pub struct Entry {
+    block: NonNull<u8>,
+}
+
+// SAFETY: an Entry owns its block as a Box owns its contents: nothing else
+// points into it, the access word shared between readers is atomic, and
+// the boxed Value it may own is itself Send and Sync.
+unsafe impl Send for Entry {}
+// SAFETY: see Send; `&Entry` only reads the block, apart from the atomic
+// access word.
+unsafe impl Sync for Entry {}
+
+/// The Send and Sync claims above rely on this.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Value>();
+};
+
 impl Entry {
+    /// Packs `key`, `value`, the deadline and the access word into one
+    /// block; a string written once goes inline, anything else is boxed.
     pub(crate) fn new(
-        key: Box<[u8]>,
+        key: &[u8],
         value: Value,
         expire_at_ms: Option<u64>,
         access: Access,
     ) -> Entry {
-        Entry {
-            key,
-            value,
-            expire_at_ms: expire_at_ms.unwrap_or(0),
-            access,
+        if let Some(inline) = inline_payload(&value) {
+            return Entry::build(key, inline, expire_at_ms, access);
+        }
+        Entry::build(key, Payload::Boxed(Box::new(value)), expire_at_ms, access)
+    }
+
+    /// Allocates and fills a block.
+    fn build(key: &[u8], payload: Payload<'_>, deadline: Option<u64>, access: Access) -> Entry {
+        let mut header =
+            Header::new(payload.kind() | if deadline.is_some() { HAS_DEADLINE } else { 0 });
+        if let Some(at) = deadline {
+            header.put(&at.to_ne_bytes());
+        }
+        header.put_varint(key.len());
+        let int_bytes;
+        let tail: &[u8] = match &payload {
+            Payload::Bytes(bytes) => {
+                header.put_varint(bytes.len());
+                bytes
+            }
+            Payload::Int(n) => {
+                int_bytes = n.to_ne_bytes();
+                &int_bytes
+            }
+            Payload::Boxed(_) => &[],
+        };
+        let boxed = match payload {
+            Payload::Boxed(value) => Some(Box::into_raw(value)),
+            _ => None,
+        };
+        let pointer_len = if boxed.is_some() {
+            std::mem::size_of::<*mut Value>()
+        } else {
+            0
+        };
+        let size = FLAGS_AT + header.len + key.len() + tail.len() + pointer_len;
+        let layout = Layout::from_size_align(size, ALIGN).expect("entry size fits a layout");
+        // SAFETY: `layout` has a non-zero size (the access word alone is 8
+        // bytes).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(block) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: the block is `size` bytes, aligned for `Access`, and the
+        // writes below cover exactly `size` bytes, in order, without
+        // overlapping the sources (a fresh allocation aliases nothing).
+        unsafe {
+            block.as_ptr().cast::<Access>().write(access);
+            let mut at = block.as_ptr().add(FLAGS_AT);
+            for part in [header.as_slice(), key, tail] {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+            if let Some(value) = boxed {
+                at.cast::<*mut Value>().write_unaligned(value);
+            }
+        }
+        Entry { block }
+    }
+
+    /// Reads the header of the block.
+    fn shape(&self) -> Shape {
+        let base = self.block.as_ptr();
+        // SAFETY: every block starts with the access word and the flags
+        // byte, and the offsets read here follow the header `build` wrote,
+        // so each read stays inside the block.
+        unsafe {
+            let flags = *base.add(FLAGS_AT);
+            let mut at = if flags & HAS_DEADLINE != 0 {
+                DEADLINE_AT + 8
+            } else {
+                DEADLINE_AT
+            };
+            let mut varint = || {
+                let mut n = 0usize;
+                let mut shift = 0;
+                loop {
+                    let byte = *base.add(at);
+                    at += 1;
+                    n |= ((byte & 0x7f) as usize) << shift;
+                    if byte < 0x80 {
+                        return n;
+                    }
+                    shift += 7;
+                }
+            };
+            let key_len = varint();
+            let payload_len = match flags & PAYLOAD_KIND {
+                KIND_BYTES => varint(),
+                KIND_INT => std::mem::size_of::<i64>(),
+                _ => std::mem::size_of::<*mut Value>(),
+            };
+            Shape {
+                flags,
+                key_at: at,
+                key_len,
+                payload_at: at + key_len,
+                payload_len,
+            }
+        }
+    }
+
+    /// The bytes at `offset..offset + len` of the block.
+    fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        // SAFETY: callers pass ranges from `shape`, which lie inside the
+        // block; the block lives as long as `self` and is not written while
+        // shared.
+        unsafe { std::slice::from_raw_parts(self.block.as_ptr().add(offset), len) }
+    }
+
+    /// The boxed value of a block whose payload is a pointer.
+    fn boxed(&self, shape: &Shape) -> *mut Value {
+        debug_assert_eq!(shape.kind(), KIND_BOXED);
+        // SAFETY: a boxed payload is a pointer written by `build`, inside
+        // the block.
+        unsafe {
+            self.block
+                .as_ptr()
+                .add(shape.payload_at)
+                .cast::<*mut Value>()
+                .read_unaligned()
         }
     }
 
     /// The key's bytes.
     pub fn key(&self) -> &[u8] {
-        &self.key
+        let shape = self.shape();
+        self.bytes(shape.key_at, shape.key_len)
+    }
+
+    /// The stored value.
+    pub fn value(&self) -> ValueRef<'_> {
+        let shape = self.shape();
+        match shape.kind() {
+            KIND_BYTES => ValueRef::Str(StrRef::Fixed(
+                self.bytes(shape.payload_at, shape.payload_len),
+            )),
+            KIND_INT => {
+                let bytes = self.bytes(shape.payload_at, shape.payload_len);
+                ValueRef::Str(StrRef::Int(i64::from_ne_bytes(
+                    bytes.try_into().expect("an int payload is 8 bytes"),
+                )))
+            }
+            // SAFETY: the pointer came from `Box::into_raw` and the entry
+            // owns it; shared access to the entry gives shared access to it.
+            _ => unsafe { (*self.boxed(&shape)).view() },
+        }
+    }
+
+    /// The value, for in-place changes. An inline string moves into a
+    /// boxed [`Value`] first; [`Entry::compact`] moves it back.
+    pub(crate) fn value_mut(&mut self) -> &mut Value {
+        let shape = self.shape();
+        if shape.kind() != KIND_BOXED {
+            let value = Box::new(self.value().to_value());
+            let rebuilt = self.rebuilt(self.expire_at_ms(), Payload::Boxed(value));
+            self.replace_block(rebuilt);
+        }
+        let boxed = self.boxed(&self.shape());
+        // SAFETY: the entry owns the boxed value and is borrowed mutably
+        // for as long as the returned reference.
+        unsafe { &mut *boxed }
+    }
+
+    /// Moves a boxed value that a string written once (int or bytes) back
+    /// inline, after an edit through [`Entry::value_mut`].
+    pub(crate) fn compact(&mut self) {
+        let shape = self.shape();
+        if shape.kind() != KIND_BOXED {
+            return;
+        }
+        let boxed = self.boxed(&shape);
+        // SAFETY: the entry owns the boxed value; it is only read here.
+        if inline_payload(unsafe { &*boxed }).is_none() {
+            return;
+        }
+        // SAFETY: the value is taken out of the entry here: the old block
+        // is released without dropping it, and it is dropped on return,
+        // after its bytes were copied into the new block.
+        let value = unsafe { Box::from_raw(boxed) };
+        let inline = inline_payload(&value).expect("checked above");
+        let rebuilt = self.rebuilt(self.expire_at_ms(), inline);
+        self.replace_block(rebuilt);
+    }
+
+    /// Recency/frequency for OBJECT and eviction.
+    pub fn access(&self) -> &Access {
+        // SAFETY: every block starts with an initialised, aligned access
+        // word, and `Access` is only ever shared.
+        unsafe { &*self.block.as_ptr().cast::<Access>() }
     }
 
     /// The deadline in Unix milliseconds, if the key has a TTL.
     pub fn expire_at_ms(&self) -> Option<u64> {
-        (self.expire_at_ms != 0).then_some(self.expire_at_ms)
+        // SAFETY: the flags byte is always present.
+        let flags = unsafe { *self.block.as_ptr().add(FLAGS_AT) };
+        (flags & HAS_DEADLINE != 0).then(|| {
+            let bytes = self.bytes(DEADLINE_AT, 8);
+            u64::from_ne_bytes(bytes.try_into().expect("a deadline is 8 bytes"))
+        })
     }
 
+    /// Sets or clears the deadline. The block is rebuilt when the key
+    /// gains or loses a TTL, since the deadline takes room only when set.
     pub(crate) fn set_expire_at_ms(&mut self, at: Option<u64>) {
-        self.expire_at_ms = at.unwrap_or(0);
+        match (self.expire_at_ms(), at) {
+            (Some(_), Some(at)) => {
+                // SAFETY: the block has a deadline at DEADLINE_AT, and the
+                // entry is borrowed mutably.
+                unsafe {
+                    self.block
+                        .as_ptr()
+                        .add(DEADLINE_AT)
+                        .cast::<u64>()
+                        .write_unaligned(at)
+                }
+            }
+            (None, None) => {}
+            _ => {
+                let shape = self.shape();
+                let payload = match shape.kind() {
+                    // SAFETY: ownership of the boxed value passes to the
+                    // new block; `replace_block` frees the old one without
+                    // dropping it.
+                    KIND_BOXED => Payload::Boxed(unsafe { Box::from_raw(self.boxed(&shape)) }),
+                    _ => match self.value() {
+                        ValueRef::Str(StrRef::Int(n)) => Payload::Int(n),
+                        _ => Payload::Bytes(self.bytes(shape.payload_at, shape.payload_len)),
+                    },
+                };
+                let rebuilt = self.rebuilt(at, payload);
+                self.replace_block(rebuilt);
+            }
+        }
+    }
+
+    /// A new block with this entry's key and access word, holding
+    /// `payload` and `deadline`, to replace this one's.
+    fn rebuilt(&self, deadline: Option<u64>, payload: Payload<'_>) -> Entry {
+        Entry::build(self.key(), payload, deadline, self.access().duplicate())
+    }
+
+    /// Takes `rebuilt`'s block and frees the old one without dropping its
+    /// payload, whose ownership the new block has taken or which the
+    /// caller drops.
+    fn replace_block(&mut self, rebuilt: Entry) {
+        let old = std::mem::replace(self, rebuilt);
+        let layout = old.layout();
+        let block = std::mem::ManuallyDrop::new(old).block;
+        // SAFETY: the block was allocated with this layout and nothing
+        // refers to it any more.
+        unsafe { alloc::dealloc(block.as_ptr(), layout) }
+    }
+
+    fn layout(&self) -> Layout {
+        Layout::from_size_align(self.shape().size(), ALIGN).expect("allocated with this layout")
     }
 
     /// True once the deadline has passed: the key no longer exists for any
     /// reader, whether or not it has been reclaimed yet.
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+        self.expire_at_ms().is_some_and(|at| at <= now_ms)
     }
 
-    /// Heap bytes this entry owns outside its slot: key and value.
+    /// Heap bytes this entry owns: its block and, for a boxed value, the
+    /// value and what it holds.
     pub fn heap_bytes(&self) -> usize {
-        self.key.len() + self.value.heap_bytes()
+        let shape = self.shape();
+        let boxed = match shape.kind() {
+            KIND_BOXED => std::mem::size_of::<Value>() + self.value().heap_bytes(),
+            _ => 0,
+        };
+        shape.size() + boxed
     }
 
-    pub(crate) fn into_parts(self) -> (Box<[u8]>, Value) {
-        (self.key, self.value)
+    /// The value, owned; an inline string becomes a [`Str`] again.
+    pub(crate) fn into_value(self) -> Value {
+        let shape = self.shape();
+        match shape.kind() {
+            KIND_BOXED => {
+                // SAFETY: ownership of the boxed value moves out; the block
+                // is freed without dropping it.
+                let value = unsafe { Box::from_raw(self.boxed(&shape)) };
+                let layout = self.layout();
+                let block = std::mem::ManuallyDrop::new(self).block;
+                // SAFETY: allocated with this layout; nothing refers to it.
+                unsafe { alloc::dealloc(block.as_ptr(), layout) }
+                *value
+            }
+            _ => self.value().to_value(),
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let shape = self.shape();
+        if shape.kind() == KIND_BOXED {
+            // SAFETY: the entry owns the boxed value and is going away.
+            drop(unsafe { Box::from_raw(self.boxed(&shape)) });
+        }
+        let layout = self.layout();
+        // SAFETY: allocated with this layout in `build`; nothing refers to
+        // the block once the entry is dropped.
+        unsafe { alloc::dealloc(self.block.as_ptr(), layout) }
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("value", &self.value())
+            .field("expire_at_ms", &self.expire_at_ms())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::{AccessConfig, Clock};
+    use crate::types::{Hash, Limits};
+
+    fn access() -> Access {
+        Access::new(&AccessConfig::default(), Clock { micros: 7 })
+    }
+
+    fn string(bytes: &[u8]) -> Value {
+        Value::Str(Str::from_bytes(bytes))
+    }
+
+    #[test]
+    fn small_string_key_fits_one_size_class() {
+        let key = b"key:0000001";
+        let plain = Entry::new(key, string(&[b'v'; 64]), None, access());
+        assert_eq!(plain.heap_bytes(), 8 + 1 + 1 + 1 + 11 + 64);
+        let with_ttl = Entry::new(key, string(&[b'v'; 64]), Some(1), access());
+        assert_eq!(with_ttl.heap_bytes(), plain.heap_bytes() + 8);
+        assert_eq!(std::mem::size_of::<Option<Entry>>(), 8);
+    }
+
+    #[test]
+    fn every_payload_reads_back() {
+        let long_key = vec![b'k'; 300];
+        let long_value = vec![b'v'; 20_000];
+        for key in [&b""[..], b"k", &long_key] {
+            for deadline in [None, Some(u64::MAX)] {
+                for value in [string(b""), string(b"-12"), string(&long_value)] {
+                    let entry = Entry::new(key, value.clone(), deadline, access());
+                    assert_eq!(entry.key(), key);
+                    assert_eq!(entry.value(), value.view());
+                    assert_eq!(entry.expire_at_ms(), deadline);
+                    assert_eq!(entry.access().idle_micros(Clock { micros: 10 }), 3);
+                    assert_eq!(entry.into_value(), value);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn edits_move_strings_out_and_back_inline() {
+        let mut entry = Entry::new(b"k", string(b"41"), Some(5), access());
+        let inline = entry.heap_bytes();
+        *entry.value_mut().as_str_mut().unwrap() = Str::Int(42);
+        assert!(entry.heap_bytes() > inline, "boxed while edited");
+        entry.compact();
+        assert_eq!(entry.heap_bytes(), inline);
+        assert_eq!(entry.value(), ValueRef::Str(StrRef::Int(42)));
+
+        entry
+            .value_mut()
+            .as_str_mut()
+            .unwrap()
+            .make_growable()
+            .push(b'0');
+        entry.compact();
+        assert_eq!(
+            entry.value().encoding(),
+            "raw",
+            "appended strings stay growable"
+        );
+        assert_eq!(entry.value().as_str().unwrap().to_bytes(), &b"420"[..]);
+        assert_eq!(entry.expire_at_ms(), Some(5));
+    }
+
+    #[test]
+    fn deadlines_come_and_go_for_every_payload() {
+        let mut hash = Hash::default();
+        hash.set(b"f", b"v", &Limits::default());
+        for value in [string(b"abc"), string(b"7"), Value::Hash(hash)] {
+            let mut entry = Entry::new(b"key", value.clone(), None, access());
+            let plain = entry.heap_bytes();
+            entry.set_expire_at_ms(Some(10));
+            assert_eq!(entry.heap_bytes(), plain + 8);
+            entry.set_expire_at_ms(Some(20));
+            assert_eq!(entry.expire_at_ms(), Some(20));
+            entry.set_expire_at_ms(None);
+            assert_eq!(entry.heap_bytes(), plain);
+            assert_eq!(entry.key(), b"key");
+            assert_eq!(entry.value(), value.view());
+        }
     }
 }

@@ -285,10 +285,10 @@ impl Store {
         let score = |e: &Entry| -> u64 {
             match policy {
                 crate::Policy::AllKeysLru | crate::Policy::VolatileLru => {
-                    u64::MAX - e.access.idle_micros(clock)
+                    u64::MAX - e.access().idle_micros(clock)
                 }
                 crate::Policy::AllKeysLfu | crate::Policy::VolatileLfu => {
-                    e.access.lfu_rank(&self.access, clock)
+                    e.access().lfu_rank(&self.access, clock)
                 }
                 crate::Policy::VolatileTtl => e.expire_at_ms().unwrap_or(u64::MAX),
                 _ => 0,
@@ -731,7 +731,7 @@ impl ReadShard<'_> {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let entry = self.live(key)?;
         let store = self.db.store;
-        entry.access.touch(&store.access, store.clock());
+        entry.access().touch(&store.access, store.clock());
         Some(entry)
     }
 
@@ -789,7 +789,7 @@ impl<'a> WriteShard<'a> {
     pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
         let clock = self.store.clock();
         let entry = self.guard.get_mut(key, self.now_ms)?;
-        entry.entry().access.touch(&self.store.access, clock);
+        entry.entry().access().touch(&self.store.access, clock);
         Some(entry)
     }
 
@@ -797,7 +797,7 @@ impl<'a> WriteShard<'a> {
     /// there. Returns the previous live entry.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
         let access = Access::new(&self.store.access, self.store.clock());
-        let entry = Entry::new(key.into(), value, expire_at_ms, access);
+        let entry = Entry::new(key, value, expire_at_ms, access);
         self.guard.insert(entry, self.now_ms)
     }
 
@@ -805,11 +805,10 @@ impl<'a> WriteShard<'a> {
     /// and access history but giving it a new key.
     pub fn insert_renamed(&mut self, key: &[u8], old: Entry) -> Option<Entry> {
         let expire = old.expire_at_ms();
-        let access = Access::new(&self.store.access, self.store.clock());
-        access.copy_from(&old.access);
-        let (_, value) = old.into_parts();
+        let access = old.access().duplicate();
+        let value = old.into_value();
         self.guard
-            .insert(Entry::new(key.into(), value, expire, access), self.now_ms)
+            .insert(Entry::new(key, value, expire, access), self.now_ms)
     }
 
     /// Marks `flag` when `key` is next written, expired or evicted (WATCH).

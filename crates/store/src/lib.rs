@@ -6,18 +6,22 @@
 //! organised by concern:
 //!
 //! - [`keyspace`]: databases, shards and the locking discipline.
-//! - [`shard`]: one shard's stable-slot table and its accounting.
+//! - [`shard`]: one shard's stable-slot table and its accounting; its hash
+//!   index is in `index.rs`.
 //! - [`value`]: the value enum and strings.
 //! - [`types`]: hashes, sets, lists and sorted sets, their compact and full encodings.
-//! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling.
+//! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling;
+//!   its deadline index is a set of sorted runs (`runs.rs`).
 //! - [`access`]: recency/frequency per key and the maxmemory policies.
 //! - [`pattern`]: Redis glob matching.
 
 pub mod access;
 mod entry;
 pub mod expiry;
+mod index;
 pub mod keyspace;
 pub mod pattern;
+mod runs;
 pub mod shard;
 pub mod types;
 pub mod value;
@@ -32,4 +36,4 @@ pub use keyspace::{
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};
 pub use types::{EncodingConfig, End, Hash, Limits, List, Set, ZSet};
-pub use value::{parse_canonical_i64, Str, Value, SHARED_INTEGERS};
+pub use value::{parse_canonical_i64, Str, StrRef, Value, ValueRef, SHARED_INTEGERS};

@@ -1,7 +1,18 @@
 //! One shard of one database: a hash index over a slab of stable slots.
 //!
 //! Entries live in fixed-size chunks of slots and never move while they
-//! exist; the hash index maps a key to its slot number (4 bytes per key).
+//! exist; the hash index (`index.rs`) maps a key to its slot number in
+//! 4-byte buckets at most 3/4 full.
+//!
+//! What a key costs: its entry's packed block (`entry.rs`: access word,
+//! flags, deadline if any, key and inline string bytes in one allocation),
+//! an 8-byte slot pointing to it, and 5 to 11 bytes of index, plus 11
+//! bytes of deadline index with a TTL (`expiry.rs`). Free slots are listed
+//! only while free, never reserved per key. A slot holding a pointer rather
+//! than the entry's fields costs 8 bytes instead of 64, and a GET reads
+//! the index, the slot and one block holding key and value together,
+//! where separate key and value allocations cost a cache miss each.
+//!
 //! Stable slots buy three things a plain hash map cannot give:
 //!
 //! - SCAN keeps Redis's guarantee (every key present for the whole
@@ -14,8 +25,9 @@
 //!   does not stall on one big reallocation.
 //!
 //! Keys with a TTL are also indexed by deadline (an ordered set of
-//! `(deadline, slot)`), so the keys due now are found directly, without
-//! sampling or scanning keys that are not due: reclaiming them costs time
+//! `(deadline, slot)` packed into one `u64` each, see `expiry.rs`), so the
+//! keys due now are found directly, without sampling or scanning keys that
+//! are not due: reclaiming them costs time
 //! proportional to how many expire, never to how many exist.
 //!
 //! Every change to what the shard holds goes through this file, so the byte
@@ -34,16 +46,16 @@
 //!
 //! When nobody watches, marking costs one emptiness check.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
-use hashbrown::HashTable;
 
 use crate::entry::Entry;
-use crate::expiry::Reclaimed;
+use crate::expiry::{Deadlines, Reclaimed};
+use crate::index::{self, SlotIndex};
 
 /// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
 /// holding a few keys costs a few hundred bytes, and a large one adds
@@ -85,14 +97,6 @@ fn locate(slot: usize) -> (usize, usize) {
     }
 }
 
-/// Bytes one index bucket costs: the slot number and hashbrown's control
-/// byte.
-const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
-
-/// Bytes one deadline costs in the ordered set: a 16-byte element in B-tree
-/// nodes that are about two-thirds full on average.
-const DEADLINE_BYTES: usize = 24;
-
 /// The hash of the key in `slot`, for the index to rehash by.
 fn slot_hash(chunks: &[Box<[Option<Entry>]>], hasher: &RandomState, slot: u32) -> u64 {
     let (k, i) = locate(slot as usize);
@@ -107,7 +111,7 @@ pub type WatchFlag = Arc<AtomicBool>;
 #[derive(Debug)]
 pub struct Shard {
     hasher: RandomState,
-    index: HashTable<u32>,
+    index: SlotIndex,
     chunks: Vec<Box<[Option<Entry>]>>,
     /// Live entries per chunk, so empty trailing chunks can be released.
     live_per_chunk: Vec<u32>,
@@ -115,7 +119,7 @@ pub struct Shard {
     heap_bytes: usize,
     expires: usize,
     expire_sum_ms: u128,
-    deadlines: BTreeSet<(u64, u32)>,
+    deadlines: Deadlines,
     /// Accounted bytes of keys with a TTL, by deadline second: what INFO's
     /// stale share reads, one entry per second instead of one per key.
     deadline_bytes: BTreeMap<u64, usize>,
@@ -130,14 +134,14 @@ impl Shard {
     pub(crate) fn new(hasher: RandomState) -> Shard {
         Shard {
             hasher,
-            index: HashTable::new(),
+            index: SlotIndex::default(),
             chunks: Vec::new(),
             live_per_chunk: Vec::new(),
             free: Vec::new(),
             heap_bytes: 0,
             expires: 0,
             expire_sum_ms: 0,
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             deadline_bytes: BTreeMap::new(),
             reclaimed_expired: 0,
             watchers: hashbrown::HashMap::new(),
@@ -223,8 +227,7 @@ impl Shard {
     /// Bytes of the structures that hold the keys: slots, hash index and
     /// free list.
     pub fn table_bytes(&self) -> usize {
-        let buckets = self.index.capacity() * 8 / 7;
-        buckets * INDEX_BUCKET_BYTES
+        self.index.bytes()
             + self.slot_count() * std::mem::size_of::<Option<Entry>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
     }
@@ -235,33 +238,26 @@ impl Shard {
     /// besides their own bytes, so a key landing on a growing shard cannot
     /// take the dataset past `maxmemory`.
     pub fn table_growth_of_next_insert(&self) -> usize {
-        let mut growth = 0;
+        let mut growth = self.index.growth_of_next_insert();
         if self.free.is_empty() {
-            let k = self.chunks.len();
-            // The free list grows as a Vec does: to what is needed, or
-            // double its capacity if that is more.
-            let slots = chunk_start(k) + chunk_len(k);
-            let free_capacity = slots.max(2 * self.free.capacity());
-            growth += chunk_len(k) * std::mem::size_of::<Option<Entry>>()
+            // A new chunk, whose free slots the list takes; the list grows
+            // as a Vec does, to what is needed or double its capacity.
+            let len = chunk_len(self.chunks.len());
+            let free_capacity = len.max(2 * self.free.capacity()).max(4);
+            growth += len * std::mem::size_of::<Option<Entry>>()
                 + (free_capacity - self.free.capacity()) * std::mem::size_of::<u32>();
-        }
-        if self.index.len() == self.index.capacity() {
-            // At most doubles, counted as table_bytes counts buckets.
-            let capacity = self.index.capacity();
-            let grown = 2 * (capacity + 1).max(4);
-            growth += (grown * 8 / 7 - capacity * 8 / 7) * INDEX_BUCKET_BYTES;
         }
         growth
     }
 
     /// Bytes of the deadline index of keys with a TTL.
     pub fn expiry_index_bytes(&self) -> usize {
-        self.deadlines.len() * DEADLINE_BYTES
+        self.deadlines.bytes()
     }
 
     /// The earliest deadline of any key here.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|&(at, _)| at)
+        self.deadlines.first().map(|(at, _)| at)
     }
 
     /// Unlinks up to `max` keys whose deadline is at or before `now_ms`,
@@ -271,7 +267,7 @@ impl Shard {
         let mut done = Reclaimed::default();
         while done.keys < max {
             match self.deadlines.first() {
-                Some(&(at, slot)) if at <= now_ms => {
+                Some((at, slot)) if at <= now_ms => {
                     out.push(self.take_slot(slot));
                     self.reclaimed_expired += 1;
                     done.keys += 1;
@@ -301,7 +297,7 @@ impl Shard {
     /// The bytes one entry accounts for, as MEMORY USAGE reports it: its key
     /// and value, its slot, and its share of the index.
     pub fn entry_bytes(entry: &Entry) -> usize {
-        entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + INDEX_BUCKET_BYTES * 8 / 7
+        entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + index::BYTES_PER_KEY
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
@@ -323,11 +319,9 @@ impl Shard {
 
     fn find(&self, key: &[u8]) -> Option<u32> {
         let hash = self.hash(key);
-        self.index
-            .find(hash, |&slot| {
-                self.slot(slot as usize).is_some_and(|e| e.key() == key)
-            })
-            .copied()
+        self.index.find(hash, |slot| {
+            self.slot(slot as usize).is_some_and(|e| e.key() == key)
+        })
     }
 
     /// The live entry for `key`; an expired entry reads as absent.
@@ -364,13 +358,10 @@ impl Shard {
     /// (same slot). Returns the previous value if it was live.
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
         self.touch(entry.key());
-        self.heap_bytes += entry.heap_bytes();
-        let deadline = entry.expire_at_ms();
         if let Some(slot) = self.find(entry.key()) {
+            self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
-            self.forget(slot, &old);
-            let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
-            self.track_expire(slot, None, deadline, bytes);
+            self.account(slot);
             if old.is_expired(now_ms) {
                 self.note_expired_by_writer(old);
                 return None;
@@ -391,9 +382,8 @@ impl Shard {
             hasher,
             ..
         } = self;
-        index.insert_unique(hash, slot, |&other| slot_hash(chunks, hasher, other));
-        let bytes = Shard::entry_bytes(self.slot(slot as usize).expect("just stored"));
-        self.track_expire(slot, None, deadline, bytes);
+        index.insert(hash, slot, |other| slot_hash(chunks, hasher, other));
+        self.account(slot);
         None
     }
 
@@ -411,7 +401,7 @@ impl Shard {
 
     fn note_expired_by_writer(&mut self, entry: Entry) {
         self.reclaimed_expired += 1;
-        self.expired_by_writers.push(entry.into_parts().0);
+        self.expired_by_writers.push(entry.key().into());
     }
 
     /// Keys of expired entries removed inline by writers since the last
@@ -425,14 +415,11 @@ impl Shard {
         let k = self.chunks.len();
         let (first, len) = (chunk_start(k), chunk_len(k));
         assert!(
-            first + len <= u32::MAX as usize,
+            first + len <= index::MAX_SLOTS,
             "shard slot space exhausted"
         );
         self.chunks.push((0..len).map(|_| None).collect());
         self.live_per_chunk.push(0);
-        // Room for every slot there is, so freeing slots later never
-        // reallocates the free list.
-        self.free.reserve(first + len - self.free.len());
         self.free
             .extend((first as u32 + 1..(first + len) as u32).rev());
         first as u32
@@ -444,16 +431,13 @@ impl Shard {
                 .expect("indexed slot is occupied")
                 .key(),
         );
-        self.index
-            .find_entry(hash, |&s| s == slot)
-            .expect("slot is indexed")
-            .remove();
+        self.index.remove(hash, slot);
+        self.unaccount(slot);
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.live_per_chunk[k] -= 1;
         self.touch(entry.key());
         self.free.push(slot);
-        self.forget(slot, &entry);
         self.release_unused();
         entry
     }
@@ -464,7 +448,7 @@ impl Shard {
     /// never move, so SCAN's guarantee holds.
     fn release_unused(&mut self) {
         if self.index.is_empty() {
-            self.index = HashTable::new();
+            self.index = SlotIndex::default();
             self.chunks = Vec::new();
             self.live_per_chunk = Vec::new();
             self.free = Vec::new();
@@ -486,15 +470,37 @@ impl Shard {
                 hasher,
                 ..
             } = self;
-            index.shrink_to(index.len() * 2, |&slot| slot_hash(chunks, hasher, slot));
+            index.shrink(|slot| slot_hash(chunks, hasher, slot));
         }
     }
 
-    /// Removes the bytes and TTL of the entry that was in `slot` from the
-    /// totals and the deadline index.
-    fn forget(&mut self, slot: u32, entry: &Entry) {
-        self.heap_bytes -= entry.heap_bytes();
-        self.track_expire(slot, entry.expire_at_ms(), None, Shard::entry_bytes(entry));
+    /// Adds the bytes and TTL of the entry in `slot` to the totals and the
+    /// deadline index.
+    fn account(&mut self, slot: u32) {
+        let (heap, bytes, deadline) = self.accounted(slot);
+        self.heap_bytes += heap;
+        self.track_expire(slot, None, deadline, bytes);
+    }
+
+    /// Removes the bytes and TTL of the entry in `slot` from the totals and
+    /// the deadline index, before it leaves or changes size.
+    fn unaccount(&mut self, slot: u32) {
+        let (heap, bytes, deadline) = self.accounted(slot);
+        self.heap_bytes -= heap;
+        self.track_expire(slot, deadline, None, bytes);
+    }
+
+    /// What the entry in `slot` counts for: its heap bytes, its bytes as
+    /// MEMORY USAGE reports them, and its deadline.
+    fn accounted(&self, slot: u32) -> (usize, usize, Option<u64>) {
+        let entry = self
+            .slot(slot as usize)
+            .expect("accounted slot is occupied");
+        (
+            entry.heap_bytes(),
+            Shard::entry_bytes(entry),
+            entry.expire_at_ms(),
+        )
     }
 
     /// The one place TTL bookkeeping changes: count, sum and index.
@@ -503,13 +509,13 @@ impl Shard {
         if let Some(at) = old {
             self.expires -= 1;
             self.expire_sum_ms -= at as u128;
-            self.deadlines.remove(&(at, slot));
+            self.deadlines.remove(at, slot);
             self.add_deadline_bytes(at, -(bytes as isize));
         }
         if let Some(at) = new {
             self.expires += 1;
             self.expire_sum_ms += at as u128;
-            self.deadlines.insert((at, slot));
+            self.deadlines.insert(at, slot);
             self.add_deadline_bytes(at, bytes as isize);
         }
     }
@@ -598,7 +604,7 @@ impl EntryMut<'_> {
     /// as a modification unless [`EntryMut::unchanged`] follows.
     pub fn value_mut(&mut self) -> &mut crate::Value {
         self.modified = true;
-        &mut self.shard.slot_mut(self.slot).value
+        self.shard.slot_mut(self.slot).value_mut()
     }
 
     /// Declares that nothing was changed through this guard after all, so
@@ -608,13 +614,15 @@ impl EntryMut<'_> {
         self.modified = false;
     }
 
-    /// Sets or clears the TTL, keeping the shard's TTL totals exact.
+    /// Sets or clears the TTL, keeping the shard's TTL totals exact. The
+    /// entry's size changes with it (a deadline takes room only when set).
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
         self.modified = true;
-        let old = self.entry().expire_at_ms();
-        let bytes = Shard::entry_bytes(self.entry());
-        self.shard.track_expire(self.slot, old, at, bytes);
+        self.sync_bytes();
+        self.shard.unaccount(self.slot);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
+        self.shard.account(self.slot);
+        self.heap_before = self.entry().heap_bytes();
     }
 
     /// Deletes the entry and returns it.
@@ -625,7 +633,10 @@ impl EntryMut<'_> {
         entry
     }
 
+    /// Brings the shard's totals up to date with the entry's size, after
+    /// moving an edited string back inline.
     fn sync_bytes(&mut self) {
+        self.shard.slot_mut(self.slot).compact();
         let now = self.entry().heap_bytes();
         self.shard.heap_bytes = self.shard.heap_bytes + now - self.heap_before;
         if let Some(at) = self.entry().expire_at_ms() {
@@ -656,7 +667,7 @@ mod tests {
     fn entry(key: &str, value: &str, ttl: Option<u64>) -> Entry {
         let clock = Clock { micros: 0 };
         Entry::new(
-            key.as_bytes().into(),
+            key.as_bytes(),
             Value::Str(Str::from_bytes(value.as_bytes())),
             ttl,
             Access::new(&AccessConfig::default(), clock),
@@ -708,6 +719,47 @@ mod tests {
         assert_eq!(shard.len(), 0);
         assert_eq!(shard.heap_bytes, 0);
         assert_eq!(shard.expire_sum_ms, 0);
+    }
+
+    /// Edits that rebuild an entry's block (a TTL set or cleared, an inline
+    /// string edited in place) keep the totals equal to what the entries
+    /// hold, and the stale share equal to what the keys with a TTL hold.
+    #[test]
+    fn accounting_follows_block_rebuilds() {
+        let mut shard = Shard::new(RandomState::default());
+        let check = |shard: &Shard| {
+            let held: usize = shard.iter(0).map(Entry::heap_bytes).sum();
+            assert_eq!(shard.data_bytes(), held);
+            let with_ttl: usize = shard
+                .iter(0)
+                .filter(|e| e.expire_at_ms().is_some())
+                .map(Shard::entry_bytes)
+                .sum();
+            assert_eq!(shard.stale_bytes(u64::MAX), with_ttl);
+        };
+        for i in 0..300u64 {
+            let ttl = (i % 2 == 0).then_some(10_000 + i);
+            shard.insert(entry(&format!("k{i}"), &i.to_string(), ttl), 0);
+        }
+        check(&shard);
+        for i in 0..300u64 {
+            let key = format!("k{i}");
+            let mut e = shard.get_mut(key.as_bytes(), 0).unwrap();
+            match i % 4 {
+                0 => e.set_expire_at_ms(None),
+                1 => e.set_expire_at_ms(Some(20_000)),
+                2 => *e.value_mut().as_str_mut().unwrap() = Str::Int(-1),
+                _ => e
+                    .value_mut()
+                    .as_str_mut()
+                    .unwrap()
+                    .make_growable()
+                    .push(b'x'),
+            }
+            drop(e);
+            check(&shard);
+        }
+        assert_eq!(shard.expires(), 150);
     }
 
     #[test]

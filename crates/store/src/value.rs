@@ -5,6 +5,8 @@
 //! [`Value::as_hash`] and friends, which answer `None` for another type, so
 //! the WRONGTYPE decision is made in one place per type.
 
+use std::borrow::Cow;
+
 use crate::types::{Hash, List, Set, ZSet};
 
 /// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
@@ -54,13 +56,18 @@ impl Str {
         }
     }
 
+    /// A borrowed view of this string, which carries every read below.
+    pub fn view(&self) -> StrRef<'_> {
+        match self {
+            Str::Int(n) => StrRef::Int(*n),
+            Str::Fixed(b) => StrRef::Fixed(b),
+            Str::Growable(v) => StrRef::Growable(v),
+        }
+    }
+
     /// The string's length in bytes, without materialising it.
     pub fn len(&self) -> usize {
-        match self {
-            Str::Int(n) => decimal_len(*n),
-            Str::Fixed(b) => b.len(),
-            Str::Growable(v) => v.len(),
-        }
+        self.view().len()
     }
 
     /// True for the empty string.
@@ -69,21 +76,13 @@ impl Str {
     }
 
     /// The bytes of the string; integers are formatted on the fly.
-    pub fn to_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
-        match self {
-            Str::Int(n) => std::borrow::Cow::Owned(n.to_string().into_bytes()),
-            Str::Fixed(b) => std::borrow::Cow::Borrowed(b),
-            Str::Growable(v) => std::borrow::Cow::Borrowed(v),
-        }
+    pub fn to_bytes(&self) -> Cow<'_, [u8]> {
+        self.view().to_bytes()
     }
 
     /// The integer value if the string is one, as INCR needs it.
     pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            Str::Int(n) => Some(*n),
-            Str::Fixed(b) => parse_canonical_i64(b),
-            Str::Growable(v) => parse_canonical_i64(v),
-        }
+        self.view().as_i64()
     }
 
     /// Turns this string into a growable buffer for in-place edits.
@@ -99,19 +98,85 @@ impl Str {
 
     /// Heap bytes owned by this string.
     pub fn heap_bytes(&self) -> usize {
-        match self {
-            Str::Int(_) => 0,
-            Str::Fixed(b) => b.len(),
-            Str::Growable(v) => v.capacity(),
-        }
+        self.view().heap_bytes()
     }
 
     /// Redis's OBJECT ENCODING name.
     pub fn encoding(&self) -> &'static str {
+        self.view().encoding()
+    }
+}
+
+/// A string as a stored key holds it, borrowed: keys keep short strings
+/// inside their own allocation (see `entry.rs`), so readers get a view
+/// rather than a `&Str`. The variants mirror [`Str`]'s encodings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StrRef<'a> {
+    /// An integer-encoded string.
+    Int(i64),
+    /// Bytes written once.
+    Fixed(&'a [u8]),
+    /// Bytes grown in place, with their spare capacity.
+    Growable(&'a Vec<u8>),
+}
+
+impl<'a> StrRef<'a> {
+    /// The string's length in bytes, without materialising it.
+    pub fn len(self) -> usize {
         match self {
-            Str::Int(_) => "int",
-            Str::Fixed(b) if b.len() <= EMBSTR_MAX_LEN => "embstr",
+            StrRef::Int(n) => decimal_len(n),
+            StrRef::Fixed(b) => b.len(),
+            StrRef::Growable(v) => v.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of the string; integers are formatted on the fly.
+    pub fn to_bytes(self) -> Cow<'a, [u8]> {
+        match self {
+            StrRef::Int(n) => Cow::Owned(n.to_string().into_bytes()),
+            StrRef::Fixed(b) => Cow::Borrowed(b),
+            StrRef::Growable(v) => Cow::Borrowed(v),
+        }
+    }
+
+    /// The integer value if the string is one, as INCR needs it.
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            StrRef::Int(n) => Some(n),
+            StrRef::Fixed(b) => parse_canonical_i64(b),
+            StrRef::Growable(v) => parse_canonical_i64(v),
+        }
+    }
+
+    /// Heap bytes the owned form of this string holds.
+    pub fn heap_bytes(self) -> usize {
+        match self {
+            StrRef::Int(_) => 0,
+            StrRef::Fixed(b) => b.len(),
+            StrRef::Growable(v) => v.capacity(),
+        }
+    }
+
+    /// Redis's OBJECT ENCODING name.
+    pub fn encoding(self) -> &'static str {
+        match self {
+            StrRef::Int(_) => "int",
+            StrRef::Fixed(b) if b.len() <= EMBSTR_MAX_LEN => "embstr",
             _ => "raw",
+        }
+    }
+
+    /// An owned copy in the same encoding.
+    pub fn to_str(self) -> Str {
+        match self {
+            StrRef::Int(n) => Str::Int(n),
+            StrRef::Fixed(b) => Str::Fixed(b.into()),
+            StrRef::Growable(v) => Str::Growable(v.clone()),
         }
     }
 }
@@ -150,51 +215,137 @@ typed_access! {
     ZSet, ZSet, as_zset, as_zset_mut;
 }
 
-impl Value {
+/// A stored value, borrowed: what a key's entry hands readers, since a
+/// short string lives inside the entry itself rather than in a [`Value`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    /// A string.
+    Str(StrRef<'a>),
+    /// A hash.
+    Hash(&'a Hash),
+    /// A set.
+    Set(&'a Set),
+    /// A list.
+    List(&'a List),
+    /// A sorted set.
+    ZSet(&'a ZSet),
+}
+
+/// Typed reads of a borrowed value: `None` for a value of another type,
+/// and the caller replies WRONGTYPE.
+macro_rules! typed_view {
+    ($($variant:ident, $ty:ty, $get:ident;)*) => {
+        impl<'a> ValueRef<'a> {
+            $(
+                #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
+                pub fn $get(self) -> Option<$ty> {
+                    match self {
+                        ValueRef::$variant(v) => Some(v),
+                        _ => None,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+typed_view! {
+    Str, StrRef<'a>, as_str;
+    Hash, &'a Hash, as_hash;
+    Set, &'a Set, as_set;
+    List, &'a List, as_list;
+    ZSet, &'a ZSet, as_zset;
+}
+
+impl<'a> ValueRef<'a> {
     /// The name TYPE replies with.
-    pub fn type_name(&self) -> &'static str {
+    pub fn type_name(self) -> &'static str {
         match self {
-            Value::Str(_) => "string",
-            Value::Hash(_) => "hash",
-            Value::Set(_) => "set",
-            Value::List(_) => "list",
-            Value::ZSet(_) => "zset",
+            ValueRef::Str(_) => "string",
+            ValueRef::Hash(_) => "hash",
+            ValueRef::Set(_) => "set",
+            ValueRef::List(_) => "list",
+            ValueRef::ZSet(_) => "zset",
         }
     }
 
     /// The name OBJECT ENCODING replies with.
-    pub fn encoding(&self) -> &'static str {
+    pub fn encoding(self) -> &'static str {
         match self {
-            Value::Str(s) => s.encoding(),
-            Value::Hash(h) => h.encoding(),
-            Value::Set(s) => s.encoding(),
-            Value::List(l) => l.encoding(),
-            Value::ZSet(z) => z.encoding(),
+            ValueRef::Str(s) => s.encoding(),
+            ValueRef::Hash(h) => h.encoding(),
+            ValueRef::Set(s) => s.encoding(),
+            ValueRef::List(l) => l.encoding(),
+            ValueRef::ZSet(z) => z.encoding(),
         }
     }
 
-    /// Heap bytes owned by this value, for memory accounting. O(1): every
-    /// collection keeps its size as it changes.
-    pub fn heap_bytes(&self) -> usize {
+    /// Heap bytes the owned form of this value holds, for memory
+    /// accounting. O(1): every collection keeps its size as it changes.
+    pub fn heap_bytes(self) -> usize {
         match self {
-            Value::Str(s) => s.heap_bytes(),
-            Value::Hash(h) => h.heap_bytes(),
-            Value::Set(s) => std::mem::size_of::<Set>() + s.heap_bytes(),
-            Value::List(l) => l.heap_bytes(),
-            Value::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
+            ValueRef::Str(s) => s.heap_bytes(),
+            ValueRef::Hash(h) => h.heap_bytes(),
+            ValueRef::Set(s) => std::mem::size_of::<Set>() + s.heap_bytes(),
+            ValueRef::List(l) => l.heap_bytes(),
+            ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
         }
     }
 
     /// True for a collection with no element left: such a key is deleted,
     /// as Redis never keeps an empty collection.
-    pub fn is_empty_collection(&self) -> bool {
+    pub fn is_empty_collection(self) -> bool {
         match self {
-            Value::Str(_) => false,
-            Value::Hash(h) => h.is_empty(),
-            Value::Set(s) => s.is_empty(),
-            Value::List(l) => l.is_empty(),
-            Value::ZSet(z) => z.is_empty(),
+            ValueRef::Str(_) => false,
+            ValueRef::Hash(h) => h.is_empty(),
+            ValueRef::Set(s) => s.is_empty(),
+            ValueRef::List(l) => l.is_empty(),
+            ValueRef::ZSet(z) => z.is_empty(),
         }
+    }
+
+    /// An owned deep copy (COPY).
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::Str(s.to_str()),
+            ValueRef::Hash(h) => Value::Hash(h.clone()),
+            ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
+            ValueRef::List(l) => Value::List(l.clone()),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
+        }
+    }
+}
+
+impl Value {
+    /// A borrowed view of this value, which carries every read.
+    pub fn view(&self) -> ValueRef<'_> {
+        match self {
+            Value::Str(s) => ValueRef::Str(s.view()),
+            Value::Hash(h) => ValueRef::Hash(h),
+            Value::Set(s) => ValueRef::Set(s),
+            Value::List(l) => ValueRef::List(l),
+            Value::ZSet(z) => ValueRef::ZSet(z),
+        }
+    }
+
+    /// The name TYPE replies with.
+    pub fn type_name(&self) -> &'static str {
+        self.view().type_name()
+    }
+
+    /// The name OBJECT ENCODING replies with.
+    pub fn encoding(&self) -> &'static str {
+        self.view().encoding()
+    }
+
+    /// Heap bytes owned by this value, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.view().heap_bytes()
+    }
+
+    /// True for a collection with no element left.
+    pub fn is_empty_collection(&self) -> bool {
+        self.view().is_empty_collection()
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use keel_store::{Store, Str, Value};
+use keel_store::{Store, Str, StrRef, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -128,9 +128,12 @@ fn run(seed: u64, steps: usize) {
             // Reads, which also delete the expired keys they meet.
             67..=84 => {
                 let shard = db.read(&k);
-                let got = shard
-                    .get(&k)
-                    .map(|e| (e.value.as_str().and_then(Str::as_i64), e.expire_at_ms()));
+                let got = shard.get(&k).map(|e| {
+                    (
+                        e.value().as_str().and_then(StrRef::as_i64),
+                        e.expire_at_ms(),
+                    )
+                });
                 let want = model.live(d, &k, now).map(|(v, ttl)| (Some(v), ttl));
                 assert_eq!(got, want, "{context}: GET/TTL");
             }

@@ -7,7 +7,7 @@
 //! the lookup, the type check, the hit/miss statistics and the empty-key
 //! rule live here once.
 
-use keel_store::{Hash, Limits, List, Lookup, Set, Value, WriteShard, ZSet};
+use keel_store::{Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
 
 pub use super::edit::Edit;
 use super::{edit::edit, errors, is, parse_i64, Ctx, Error};
@@ -15,7 +15,7 @@ use super::{edit::edit, errors, is, parse_i64, Ctx, Error};
 /// A collection type as stored in a [`Value`].
 pub trait Kind: Default {
     /// The value as this type, or `None` for another type.
-    fn of(value: &Value) -> Option<&Self>;
+    fn of(value: ValueRef<'_>) -> Option<&Self>;
     /// Mutable access, or `None` for another type.
     fn of_mut(value: &mut Value) -> Option<&mut Self>;
     /// Wraps a new collection into a value.
@@ -23,7 +23,7 @@ pub trait Kind: Default {
 }
 
 impl Kind for Hash {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_hash()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -35,7 +35,7 @@ impl Kind for Hash {
 }
 
 impl Kind for Set {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_set()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -47,7 +47,7 @@ impl Kind for Set {
 }
 
 impl Kind for List {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_list()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -59,7 +59,7 @@ impl Kind for List {
 }
 
 impl Kind for ZSet {
-    fn of(value: &Value) -> Option<&Self> {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_zset()
     }
     fn of_mut(value: &mut Value) -> Option<&mut Self> {
@@ -87,7 +87,7 @@ pub fn read<T: Kind, R>(
     ctx.count_lookup(entry.is_some());
     match entry {
         None => f(ctx, None),
-        Some(e) => f(ctx, Some(T::of(&e.value).ok_or_else(wrongtype)?)),
+        Some(e) => f(ctx, Some(T::of(e.value()).ok_or_else(wrongtype)?)),
     }
 }
 
@@ -113,7 +113,7 @@ pub fn update_in<T: Kind, R>(
     match shard.entry(key) {
         Lookup::Found(mut entry) => {
             let result = edit(&mut entry, T::of_mut, f);
-            if entry.entry().value.is_empty_collection() {
+            if entry.entry().value().is_empty_collection() {
                 crate::lazyfree::free(entry.remove());
             }
             result.map(Some)

@@ -30,7 +30,7 @@ pub const SPEC: Spec = Spec {
 type Copied = (Value, Option<u64>);
 
 fn clone_of(entry: &Entry) -> Copied {
-    (entry.value.clone(), entry.expire_at_ms())
+    (entry.value().to_value(), entry.expire_at_ms())
 }
 
 /// Writes the copy at `destination` unless it exists and `replace` is

@@ -28,7 +28,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         return Ok(());
     };
     ctx.count_lookup(true);
-    let Some(s) = entry.entry().value.as_str() else {
+    let Some(s) = entry.entry().value().as_str() else {
         return Err(errors::WRONGTYPE.into());
     };
     write_str(&mut ctx.w(), s);

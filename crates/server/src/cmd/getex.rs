@@ -31,7 +31,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         return Ok(());
     };
     ctx.count_lookup(true);
-    let Some(s) = entry.entry().value.as_str() else {
+    let Some(s) = entry.entry().value().as_str() else {
         return Err(errors::WRONGTYPE.into());
     };
     // Like Redis: the time is validated only once the key is known to be a

@@ -63,7 +63,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let current = match &lookup {
         Lookup::Found(e) => e
             .entry()
-            .value
+            .value()
             .as_str()
             .ok_or(Error::from(errors::WRONGTYPE))?
             .to_bytes()

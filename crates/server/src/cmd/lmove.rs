@@ -85,12 +85,12 @@ impl Pop {
         if let Some((dest, _)) = &self.to {
             match locked.peek(source) {
                 None => return Ok(None),
-                Some(e) if e.value.as_list().is_none() => return Err(errors::WRONGTYPE.into()),
+                Some(e) if e.value().as_list().is_none() => return Err(errors::WRONGTYPE.into()),
                 Some(_) => {}
             }
             if locked
                 .peek(dest)
-                .is_some_and(|e| e.value.as_list().is_none())
+                .is_some_and(|e| e.value().as_list().is_none())
             {
                 return Err(errors::WRONGTYPE.into());
             }

@@ -476,11 +476,11 @@ pub fn parse_f64(arg: &[u8]) -> Option<f64> {
 
 /// Writes a stored string as a bulk reply; integers are formatted on the
 /// way out, without an allocation.
-pub fn write_str(w: &mut Writer, s: &keel_store::Str) {
+pub fn write_str(w: &mut Writer, s: keel_store::StrRef<'_>) {
     match s {
-        keel_store::Str::Int(n) => {
+        keel_store::StrRef::Int(n) => {
             let mut digits = [0u8; 20];
-            w.bulk(format_i64(*n, &mut digits));
+            w.bulk(format_i64(n, &mut digits));
         }
         other => w.bulk(&other.to_bytes()),
     }

@@ -2,7 +2,7 @@
 //! and used. None of these counts as an access to the key.
 
 use bytes::Bytes;
-use keel_store::{Entry, Str, Value, SHARED_INTEGERS};
+use keel_store::{Entry, StrRef, ValueRef, SHARED_INTEGERS};
 
 use super::{Ctx, Error, Spec, BASE, HELP};
 
@@ -32,7 +32,7 @@ const ENCODING: Spec = Spec {
     summary: "Returns the internal encoding of a Redis object.",
     run: |ctx, args| {
         with_entry(ctx, args, |ctx, e| {
-            ctx.w().bulk(e.value.encoding().as_bytes());
+            ctx.w().bulk(e.value().encoding().as_bytes());
             Ok(())
         })
     },
@@ -52,7 +52,7 @@ const FREQ: Spec = Spec {
                             time to adjust."
                     .into());
             }
-            let counter = e.access.decayed_counter(&store.access, store.clock());
+            let counter = e.access().decayed_counter(&store.access, store.clock());
             ctx.w().integer(counter as i64);
             Ok(())
         })
@@ -71,7 +71,7 @@ const IDLETIME: Spec = Spec {
                             switching between policies at runtime LRU and LFU data will take some time to adjust."
                     .into());
             }
-            let idle = e.access.idle_seconds(store.clock());
+            let idle = e.access().idle_seconds(store.clock());
             ctx.w().integer(idle as i64);
             Ok(())
         })
@@ -86,7 +86,7 @@ const REFCOUNT: Spec = Spec {
         with_entry(ctx, args, |ctx, e| {
             // Redis shares the objects of small non-negative integers unless
             // an LRU/LFU policy needs per-key metadata; REFCOUNT shows it.
-            let shared = matches!(e.value, Value::Str(Str::Int(n)) if (0..SHARED_INTEGERS).contains(&n))
+            let shared = matches!(e.value(), ValueRef::Str(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n))
                 && !ctx.server.store.access.policy().tracks_keys();
             ctx.w().integer(if shared { i32::MAX as i64 } else { 1 });
             Ok(())

@@ -46,7 +46,8 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
     let (next, keys) = ctx.db().scan(cursor, count, |entry| {
         pattern.is_none_or(|p| keel_store::glob_match(p, entry.key(), false))
-            && type_name.is_none_or(|t| t.eq_ignore_ascii_case(entry.value.type_name().as_bytes()))
+            && type_name
+                .is_none_or(|t| t.eq_ignore_ascii_case(entry.value().type_name().as_bytes()))
     });
     let mut w = ctx.w();
     w.array(2);

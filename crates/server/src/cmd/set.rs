@@ -229,7 +229,7 @@ pub fn apply(
     let mut shard = db.write(key);
     let existing = shard.peek(key);
     if options.get {
-        match existing.map(|e| e.value.as_str()) {
+        match existing.map(|e| e.value().as_str()) {
             None => ctx.w().null(),
             Some(Some(s)) => write_str(&mut ctx.w(), s),
             Some(None) => return Err(errors::WRONGTYPE.into()),

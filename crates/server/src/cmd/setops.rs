@@ -104,7 +104,7 @@ fn sets_at<'e>(
     keys.iter()
         .map(|k| match lookup(k) {
             None => Ok(None),
-            Some(e) => e.value.as_set().map(Some).ok_or(errors::WRONGTYPE.into()),
+            Some(e) => e.value().as_set().map(Some).ok_or(errors::WRONGTYPE.into()),
         })
         .collect()
 }

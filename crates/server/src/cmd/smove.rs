@@ -25,11 +25,11 @@ pub const SPEC: Spec = Spec {
             return Ok(());
         };
         let to = locked.peek(destination);
-        if from.value.as_set().is_none() || to.is_some_and(|e| e.value.as_set().is_none()) {
+        if from.value().as_set().is_none() || to.is_some_and(|e| e.value().as_set().is_none()) {
             return Err(errors::WRONGTYPE.into());
         }
         if source == destination {
-            let member_there = from.value.as_set().is_some_and(|s| s.contains(member));
+            let member_there = from.value().as_set().is_some_and(|s| s.contains(member));
             ctx.w().integer(member_there as i64);
             return Ok(());
         }

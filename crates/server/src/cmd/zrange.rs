@@ -215,7 +215,7 @@ fn range_store(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut locked = db.write_many(&[destination, source]);
     let mut result = ZSet::default();
     if let Some(entry) = locked.peek(source) {
-        let zset = entry.value.as_zset().ok_or(errors::WRONGTYPE)?;
+        let zset = entry.value().as_zset().ok_or(errors::WRONGTYPE)?;
         for (member, score) in select(zset, &request, &window) {
             result.insert(&member, score, &limits);
         }

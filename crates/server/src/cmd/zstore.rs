@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use keel_store::{Entry, Set, Value, ZSet};
+use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 
 use super::collection::{limits, store_in};
 use super::zadd::parse_score;
@@ -215,10 +215,10 @@ fn sources<'e>(
     lookup: impl Fn(&[u8]) -> Option<&'e Entry>,
 ) -> Result<Vec<Source<'e>>, Error> {
     keys.iter()
-        .map(|k| match lookup(k).map(|e| &e.value) {
+        .map(|k| match lookup(k).map(|e| e.value()) {
             None => Ok(Source::Missing),
-            Some(Value::Set(s)) => Ok(Source::Set(s)),
-            Some(Value::ZSet(z)) => Ok(Source::ZSet(z)),
+            Some(ValueRef::Set(s)) => Ok(Source::Set(s)),
+            Some(ValueRef::ZSet(z)) => Ok(Source::ZSet(z)),
             Some(_) => Err(Error::from(errors::WRONGTYPE)),
         })
         .collect()

@@ -71,7 +71,7 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Get { key: k } => {
                 let k = key(k);
                 let shard = db.read(&k);
-                let got = shard.get(&k).map(|e| e.value.as_str().expect("strings only").len());
+                let got = shard.get(&k).map(|e| e.value().as_str().expect("strings only").len());
                 assert_eq!(got, model.get(&k).map(|(len, _)| *len));
             }
             Op::Tick { ms } => now += ms as u64,
