@@ -157,6 +157,8 @@ impl std::fmt::Debug for KeyEvents {
 #[derive(Debug)]
 pub struct Store {
     dbs: Box<[Box<[RwLock<Shard>]>]>,
+    /// Each shard's key and TTL counts as of its last write, beside `dbs`.
+    counts: Box<[Box<[ShardCounts]>]>,
     hasher: RandomState,
     dataset_bytes: AtomicUsize,
     /// The largest [`Shard::table_growth_of_next_insert`] seen after any
@@ -184,8 +186,12 @@ impl Store {
                     .collect()
             })
             .collect();
+        let counts = (0..databases)
+            .map(|_| (0..SHARDS_PER_DB).map(|_| ShardCounts::default()).collect())
+            .collect();
         Store {
             dbs,
+            counts,
             hasher,
             dataset_bytes: AtomicUsize::new(0),
             largest_table_growth: AtomicUsize::new(0),
@@ -211,6 +217,7 @@ impl Store {
             store: self,
             index,
             shards: &self.dbs[index],
+            counts: &self.counts[index],
             now_ms,
         }
     }
@@ -444,7 +451,31 @@ pub struct Db<'a> {
     store: &'a Store,
     index: usize,
     shards: &'a [RwLock<Shard>],
+    counts: &'a [ShardCounts],
     now_ms: u64,
+}
+
+/// A shard's key count and TTL totals as of its last write, published when
+/// the write lock is released. Aggregate readers (DBSIZE, INFO keyspace,
+/// the metrics endpoint) read these instead of locking every shard, so
+/// they never wait behind a writer or a background pass — which would
+/// stall every other connection of the worker thread serving them.
+#[derive(Debug, Default)]
+struct ShardCounts {
+    keys: AtomicUsize,
+    expires: AtomicUsize,
+    /// Sum of the deadlines in ms, saturated at `u64::MAX` (ten million
+    /// keys with a TTL in one shard).
+    expire_sum_ms: AtomicU64,
+}
+
+impl ShardCounts {
+    fn publish(&self, shard: &Shard) {
+        self.keys.store(shard.len(), Ordering::Relaxed);
+        self.expires.store(shard.expires(), Ordering::Relaxed);
+        let sum = u64::try_from(shard.expire_sum_ms()).unwrap_or(u64::MAX);
+        self.expire_sum_ms.store(sum, Ordering::Relaxed);
+    }
 }
 
 /// Statistics of one database, for INFO keyspace.
@@ -486,6 +517,7 @@ impl<'a> Db<'a> {
         WriteShard {
             bytes_before: guard.used_bytes(),
             guard,
+            counts: &self.counts[index],
             store: self.store,
             db: self.index,
             now_ms: self.now_ms,
@@ -542,11 +574,10 @@ impl<'a> Db<'a> {
     /// Keys, TTL count and average TTL of this database.
     pub fn stats(&self) -> DbStats {
         let (mut keys, mut expires, mut sum) = (0usize, 0usize, 0u128);
-        for shard in self.shards {
-            let shard = read_lock(shard);
-            keys += shard.len();
-            expires += shard.expires();
-            sum += shard.expire_sum_ms();
+        for counts in self.counts {
+            keys += counts.keys.load(Ordering::Relaxed);
+            expires += counts.expires.load(Ordering::Relaxed);
+            sum += counts.expire_sum_ms.load(Ordering::Relaxed) as u128;
         }
         let avg_ttl_ms = match expires {
             0 => 0,
@@ -773,6 +804,7 @@ impl Drop for ReadShard<'_> {
 /// store's dataset byte count is updated by what the shard gained or lost.
 pub struct WriteShard<'a> {
     guard: Held<RwLockWriteGuard<'a, Shard>>,
+    counts: &'a ShardCounts,
     store: &'a Store,
     db: usize,
     now_ms: u64,
@@ -878,6 +910,7 @@ impl Drop for WriteShard<'_> {
         for key in self.guard.take_expired_by_writers() {
             self.store.emit(KeyEvent::Expired, self.db, &key);
         }
+        self.counts.publish(&self.guard);
         let growth = self.guard.table_growth_of_next_insert();
         if growth > self.store.largest_table_growth.load(Ordering::Relaxed) {
             self.store
@@ -1181,6 +1214,30 @@ mod tests {
             "kept {kept} of {} recently used keys",
             recent.len()
         );
+    }
+
+    #[test]
+    fn db_stats_do_not_wait_for_a_writer() {
+        let store = std::sync::Arc::new(Store::new(1));
+        for i in 0..100 {
+            let k = format!("k{i}");
+            store
+                .db(0, 0)
+                .write(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), Some(10_000));
+        }
+        let held = store.db(0, 0).write(b"k0");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = {
+            let store = store.clone();
+            std::thread::spawn(move || tx.send(store.db(0, 0).stats()).unwrap())
+        };
+        let stats = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("DBSIZE-style stats answered while a shard is write-locked");
+        drop(held);
+        reader.join().unwrap();
+        assert_eq!((stats.keys, stats.expires), (100, 100));
     }
 
     #[test]
