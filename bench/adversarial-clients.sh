@@ -20,11 +20,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 conns=${1:-5000}
 seconds=${2:-30}
-root=$(cd "$(dirname "$0")/.." && pwd)
 out=${3:-$root/bench/results/adversarial-clients-$(date +%Y%m%d-%H%M%S)}
-bench=$root/target/release/keel-bench
-keel=$root/target/release/keel-server
-for bin in "$bench" "$keel"; do [ -x "$bin" ] || { echo "missing $bin: run cargo build --release" >&2; exit 1; }; done
+require_built "$bench" "$keel"
 ulimit -n $((conns * 2 + 1024))
 
 maxmemory_mb=256

@@ -11,9 +11,7 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 keys=${1:-1000000}
-root=$(cd "$(dirname "$0")/.." && pwd)
-keel=$root/target/release/keel-server
-[ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
+require_built "$keel"
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
 common=(--bind 127.0.0.1 --maxmemory 0 --maxmemory-policy noeviction)

@@ -30,13 +30,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-bench=$root/target/release/keel-bench
-keel=$root/target/release/keel-server
 redis=${REDIS_SERVER:-/usr/bin/redis-server}
-[ -x "$bench" ] || { echo "missing $bench: run cargo build --release -p keel-bench" >&2; exit 1; }
+require_built "$bench"
 [ "$only" = keel ] || [ -x "$redis" ] || { echo "missing $redis (apt-get install redis-server)" >&2; exit 1; }
-[ "$only" = redis ] || [ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
+[ "$only" = redis ] || require_built "$keel"
 
 server_args=$("$bench" "$scenario" --print-server-args)
 name=$(basename "$scenario" .toml)

@@ -5,8 +5,6 @@
 # generator's own CPU. Usage: bench/generator-vs-redis-benchmark.sh [SECONDS]
 set -euo pipefail
 secs=${1:-10}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bench=$root/target/release/keel-bench
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 port=$(free_port)

@@ -1,5 +1,17 @@
 # Helpers shared by the bench/ scripts; source it, don't run it.
 
+# The repository root and the release binaries the scripts run.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bench=$root/target/release/keel-bench
+keel=$root/target/release/keel-server
+
+# Exits unless every binary named is built.
+require_built() {
+  for bin in "$@"; do
+    [ -x "$bin" ] || { echo "missing $bin: run cargo build --release" >&2; exit 1; }
+  done
+}
+
 # A free TCP port on the loopback interface.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -15,11 +15,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 keys=${1:-2000000}
 rate=${2:-20000}
-root=$(cd "$(dirname "$0")/.." && pwd)
 out=${3:-$root/bench/results/mass-expiry-$(date +%Y%m%d-%H%M%S)}
-bench=$root/target/release/keel-bench
-keel=$root/target/release/keel-server
-for bin in "$bench" "$keel"; do [ -x "$bin" ] || { echo "missing $bin: run cargo build --release" >&2; exit 1; }; done
+require_built "$bench" "$keel"
 
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT

@@ -13,9 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 rounds=${1:-2}
 requests=${2:-1000000}
-root=$(cd "$(dirname "$0")/.." && pwd)
-keel=$root/target/release/keel-server
-[ -x "$keel" ] || { echo "missing $keel: run cargo build --release" >&2; exit 1; }
+require_built "$keel"
 command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark (apt-get install redis-tools)" >&2; exit 1; }
 
 pids=()
