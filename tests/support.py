@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -114,6 +115,25 @@ def encode_command(*args) -> bytes:
         a = _b(a)
         parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
     return b"".join(parts)
+
+
+def pipeline_big_sets(port, prefix, count, value) -> bytes:
+    """Pipelines `count` SETs of `value` to keys `prefix:0`, `prefix:1`, ...
+    on a new connection, sending from one thread while reading every reply
+    on another (a server applying backpressure stops reading until replies
+    are consumed); returns the replies."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        payload = b"".join(encode_command("SET", f"{prefix}:{i}", value) for i in range(count))
+        sender = threading.Thread(target=s.sendall, args=(payload,))
+        sender.start()
+        replies = b""
+        while replies.count(b"\r\n") < count:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            replies += chunk
+        sender.join()
+        return replies
 
 
 class RespConn:

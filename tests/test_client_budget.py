@@ -6,12 +6,11 @@ is full, so their backlog waits in the sockets, and never evicts a key or
 drops a client for it. Hence these tests are keel's alone.
 """
 
-import socket
 import threading
 
 import pytest
 
-from support import encode_command, info
+from support import info, pipeline_big_sets
 
 KEEL_BACKPRESSURE = pytest.mark.keel_differs(
     reason="Redis 7 disconnects clients over maxmemory-clients; keel pauses reading from them")
@@ -21,28 +20,15 @@ REQUESTS = 8
 VALUE = b"v" * 400_000
 
 
-def pipeline_big_sets(port, n, results):
-    """One connection pipelines REQUESTS large SETs and reads every reply."""
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        payload = b"".join(encode_command("SET", f"c{n}:{i}", VALUE) for i in range(REQUESTS))
-        sender = threading.Thread(target=s.sendall, args=(payload,))
-        sender.start()
-        replies = b""
-        while replies.count(b"\r\n") < REQUESTS:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            replies += chunk
-        sender.join()
-        results[n] = replies
-
-
 @KEEL_BACKPRESSURE
 def test_backpressure_pauses_then_serves_every_request_in_order(start_server):
     srv = start_server({"maxmemory": "2gb", "maxmemory-clients": "1mb"})
     results = {}
-    workers = [threading.Thread(target=pipeline_big_sets, args=(srv.port, n, results))
-               for n in range(CONNECTIONS)]
+
+    def send(n):
+        results[n] = pipeline_big_sets(srv.port, f"c{n}", REQUESTS, VALUE)
+
+    workers = [threading.Thread(target=send, args=(n,)) for n in range(CONNECTIONS)]
     for w in workers:
         w.start()
     for w in workers:

@@ -11,7 +11,8 @@ import urllib.request
 
 import pytest
 
-from support import OK, Err, RespMap, Status, config_dict, encode_command, free_port, info, info_dict
+from support import (OK, Err, RespMap, Status, config_dict, free_port, info, info_dict,
+                     pipeline_big_sets)
 
 # The bucket keys Redis 7's LATENCY HISTOGRAM can report, in microseconds.
 REDIS_BUCKETS = [1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816,
@@ -355,24 +356,10 @@ def test_resetstat_clears_histograms(observed):
 BACKGROUND = ["keel-eviction-batch", "keel-expire-pass", "keel-lazyfree", "keel-backpressure-pause"]
 
 
-def pipeline_big_sets(port, prefix, count, value):
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        payload = b"".join(encode_command("SET", f"{prefix}:{i}", value) for i in range(count))
-        sender = threading.Thread(target=s.sendall, args=(payload,))
-        sender.start()
-        replies = b""
-        while replies.count(b"\r\n") < count:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            replies += chunk
-        sender.join()
-
-
 @KEEL_ONLY_WORK
 def test_background_work_histograms(start_server):
     srv = start_server({"maxmemory": "4mb", "maxmemory-policy": "allkeys-random",
-                        "maxmemory-clients": "1mb", "expire-tick": "10"})
+                        "maxmemory-clients": "512kb", "expire-tick": "10"})
     with srv.conn() as conn:
         conn.call("HSET", "big", *[x for i in range(3000) for x in (f"f{i}", "v" * 30)])
         conn.call("DEL", "big")
