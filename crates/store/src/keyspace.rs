@@ -413,8 +413,10 @@ impl Store {
 
     /// Expired keys reclaimed so far (the `expired_keys` statistic).
     pub fn expired_keys(&self) -> u64 {
-        self.all_shards()
-            .map(|s| read_lock(s).reclaimed_expired())
+        self.counts
+            .iter()
+            .flat_map(|db| db.iter())
+            .map(|counts| counts.reclaimed_expired.load(Ordering::Relaxed))
             .sum()
     }
 
@@ -455,11 +457,12 @@ pub struct Db<'a> {
     now_ms: u64,
 }
 
-/// A shard's key count and TTL totals as of its last write, published when
-/// the write lock is released. Aggregate readers (DBSIZE, INFO keyspace,
-/// the metrics endpoint) read these instead of locking every shard, so
-/// they never wait behind a writer or a background pass — which would
-/// stall every other connection of the worker thread serving them.
+/// A shard's counts and byte totals as of its last write, published when
+/// the write lock is released. Aggregate readers (DBSIZE, INFO keyspace
+/// and memory, MEMORY STATS, the metrics endpoint) read these instead of
+/// locking every shard, so they never wait behind a writer or a background
+/// pass — which would stall every other connection of the worker thread
+/// serving them.
 #[derive(Debug, Default)]
 struct ShardCounts {
     keys: AtomicUsize,
@@ -467,6 +470,10 @@ struct ShardCounts {
     /// Sum of the deadlines in ms, saturated at `u64::MAX` (ten million
     /// keys with a TTL in one shard).
     expire_sum_ms: AtomicU64,
+    reclaimed_expired: AtomicU64,
+    data_bytes: AtomicUsize,
+    table_bytes: AtomicUsize,
+    expiry_index_bytes: AtomicUsize,
 }
 
 impl ShardCounts {
@@ -475,6 +482,13 @@ impl ShardCounts {
         self.expires.store(shard.expires(), Ordering::Relaxed);
         let sum = u64::try_from(shard.expire_sum_ms()).unwrap_or(u64::MAX);
         self.expire_sum_ms.store(sum, Ordering::Relaxed);
+        self.reclaimed_expired
+            .store(shard.reclaimed_expired(), Ordering::Relaxed);
+        self.data_bytes.store(shard.data_bytes(), Ordering::Relaxed);
+        self.table_bytes
+            .store(shard.table_bytes(), Ordering::Relaxed);
+        self.expiry_index_bytes
+            .store(shard.expiry_index_bytes(), Ordering::Relaxed);
     }
 }
 
@@ -593,11 +607,10 @@ impl<'a> Db<'a> {
     /// Where this database's bytes go.
     pub fn memory(&self) -> DbMemory {
         let mut m = DbMemory::default();
-        for shard in self.shards {
-            let shard = read_lock(shard);
-            m.data += shard.data_bytes();
-            m.tables += shard.table_bytes();
-            m.expiry_index += shard.expiry_index_bytes();
+        for counts in self.counts {
+            m.data += counts.data_bytes.load(Ordering::Relaxed);
+            m.tables += counts.table_bytes.load(Ordering::Relaxed);
+            m.expiry_index += counts.expiry_index_bytes.load(Ordering::Relaxed);
         }
         m
     }
