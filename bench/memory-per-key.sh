@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Per-key memory overhead: RSS growth per key minus key and value bytes, for
 # KEYS keys (key:0000000 ...) with 64-byte values, without and with a TTL,
-# on redis-server and keel-server started with equal settings.
+# on redis-server and keel-server started with equal settings (noeviction),
+# and on keel-server with its default policy, allkeys-s3fifo, whose queues
+# cost memory per key too (row keel-s3fifo).
 #
 #   bench/memory-per-key.sh [KEYS]
 set -euo pipefail
@@ -14,12 +16,13 @@ trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
 common=(--bind 127.0.0.1 --maxmemory 0 --maxmemory-policy noeviction)
 echo "| server | TTL | keys | RSS before (KB) | RSS after (KB) | bytes per key | key+value bytes | overhead per key |"
 echo "|---|---|---|---|---|---|---|---|"
-for server in redis keel; do
+for server in redis keel keel-s3fifo; do
   for ttl in no yes; do
     port=$(free_port)
     case $server in
       redis) redis-server --port "$port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 & ;;
       keel) "$keel" --port "$port" "${common[@]}" 2>/dev/null & ;;
+      keel-s3fifo) "$keel" --port "$port" "${common[@]}" --maxmemory-policy allkeys-s3fifo 2>/dev/null & ;;
     esac
     pid=$!
     wait_port "$port"

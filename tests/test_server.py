@@ -96,17 +96,27 @@ def test_command_errors(c, args, error):
 DEFAULT_MAXMEMORY = {"redis": b"0", "keel": b"1073741824"}
 
 
+# keel evicts with its own policy by default (a full cache that refuses
+# writes is rarely what a cache wants); Redis refuses writes.
+DEFAULT_POLICY = {"redis": b"noeviction", "keel": b"allkeys-s3fifo"}
+POLICY_NAMES = {
+    "redis": "volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, "
+             "allkeys-lfu, allkeys-random, noeviction",
+}
+POLICY_NAMES["keel"] = POLICY_NAMES["redis"] + ", allkeys-s3fifo"
+
+
 def test_default_maxmemory(c, server_kind):
     assert c.call("CONFIG", "GET", "maxmemory") == [b"maxmemory", DEFAULT_MAXMEMORY[server_kind]]
     assert info(c, "memory")["maxmemory"] == DEFAULT_MAXMEMORY[server_kind].decode()
 
 
-def test_config_get_glob(c):
+def test_config_get_glob(c, server_kind):
     values = config_dict(c.call("CONFIG", "GET", "maxmemory*"))
     assert {b"maxmemory", b"maxmemory-policy"} <= set(values)
     assert all(fnmatch.fnmatchcase(k.decode(), "maxmemory*") for k in values)
     assert values[b"maxmemory"].isdigit()
-    assert values[b"maxmemory-policy"] == b"noeviction"
+    assert values[b"maxmemory-policy"] == DEFAULT_POLICY[server_kind]
 
 
 def test_config_get_several_and_unknown(c):
@@ -115,13 +125,13 @@ def test_config_get_several_and_unknown(c):
     assert c.call("CONFIG", "GET", "nosuchoption") == []
 
 
-def test_config_get_supported_directives(c, server):
+def test_config_get_supported_directives(c, server, server_kind):
     expected = {
         b"bind": b"127.0.0.1",
         b"port": str(server.port).encode(),
         b"databases": b"16",
         b"requirepass": b"",
-        b"maxmemory-policy": b"noeviction",
+        b"maxmemory-policy": DEFAULT_POLICY[server_kind],
         b"timeout": b"0",
         b"tcp-keepalive": b"300",
         b"loglevel": b"notice",
@@ -174,9 +184,6 @@ def config_set_failed(name, why):
     (("maxmemory", "abc"), config_set_failed("maxmemory", "argument must be a memory value")),
     (("maxmemory", "-1"), config_set_failed("maxmemory", "argument must be a memory value")),
     (("maxmemory", "1.5gb"), config_set_failed("maxmemory", "argument must be a memory value")),
-    (("maxmemory-policy", "foo"), config_set_failed(
-        "maxmemory-policy", "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
-        "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction")),
     (("timeout", "-1"), config_set_failed(
         "timeout", "argument must be between 0 and 2147483647 inclusive")),
     (("tcp-keepalive", "abc"), config_set_failed(
@@ -194,6 +201,11 @@ def config_set_failed(name, why):
 def test_config_set_errors(c, restore_config, args, error):
     restore_config("maxmemory", "timeout")
     assert c.call("CONFIG", "SET", *args) == error
+
+
+def test_config_set_unknown_policy_lists_the_policies(c, server_kind):
+    assert c.call("CONFIG", "SET", "maxmemory-policy", "foo") == config_set_failed(
+        "maxmemory-policy", "argument(s) must be one of the following: " + POLICY_NAMES[server_kind])
 
 
 @pytest.mark.parametrize("args,error", [
@@ -274,7 +286,7 @@ def test_info_unknown_section_is_empty(c):
     assert c.call("INFO", "nosuchsection") == b""
 
 
-def test_info_values(c, server):
+def test_info_values(c, server, server_kind):
     fields = info(c)
     assert re.fullmatch(r"\d+\.\d+\.\d+", fields["redis_version"])
     assert int(fields["uptime_in_seconds"]) >= 0
@@ -284,7 +296,7 @@ def test_info_values(c, server):
     assert int(fields["used_memory_dataset"]) >= 0
     assert re.fullmatch(r"\d+(\.\d+)?[BKMGTP]", fields["used_memory_human"])
     assert fields["maxmemory"] == c.call("CONFIG", "GET", "maxmemory")[1].decode()
-    assert fields["maxmemory_policy"] == "noeviction"
+    assert fields["maxmemory_policy"] == DEFAULT_POLICY[server_kind].decode()
     assert float(fields["mem_fragmentation_ratio"]) >= 0
     assert int(fields["instantaneous_ops_per_sec"]) >= 0
     assert int(fields["total_commands_processed"]) > 0
@@ -546,7 +558,7 @@ def baseline_memory(conn) -> int:
 
 
 def test_maxmemory_noeviction_rejects_writes(start_server):
-    srv = start_server()
+    srv = start_server({"maxmemory-policy": "noeviction"})
     with srv.conn() as conn:
         limit = baseline_memory(conn) + 2 * 1024 * 1024
         assert conn.call("CONFIG", "SET", "maxmemory", str(limit)) == OK
@@ -589,11 +601,39 @@ def fill_past_limit(start_server, policy):
     return conn
 
 
-@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-random", "allkeys-lfu"])
+KEEL_POLICY = pytest.param("allkeys-s3fifo", marks=pytest.mark.keel_differs(
+    reason="allkeys-s3fifo is keel's own policy"))
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-random", "allkeys-lfu", KEEL_POLICY])
 def test_maxmemory_allkeys_eviction(start_server, policy):
     with fill_past_limit(start_server, policy) as conn:
         assert conn.call("DBSIZE") < 1000
         assert int(info(conn, "stats")["evicted_keys"]) > 0
+
+
+@pytest.mark.keel_differs(reason="allkeys-s3fifo is keel's own policy")
+def test_s3fifo_keeps_requested_keys_through_scans_larger_than_the_cache(start_server):
+    # Each round writes 8,000 keys of 1 KB read once (more than the cache
+    # holds), then reads the 1,000 hot keys, writing back any that went
+    # (cache-aside). LRU loses most of the hot set in every round; S3-FIFO
+    # counts the reads and lets the scan pass through its small queue.
+    srv = start_server({"maxmemory-policy": "allkeys-s3fifo"})
+    with srv.conn() as conn:
+        limit = baseline_memory(conn) + 4 * 1024 * 1024
+        assert conn.call("CONFIG", "SET", "maxmemory", str(limit)) == OK
+        value = b"x" * 1000
+        hot = [f"hot:{i}" for i in range(1000)]
+        assert set(conn.pipeline([("SET", k, value) for k in hot])) == {OK}
+        for round_ in range(5):
+            conn.pipeline([("GET", k) for k in hot])
+            scan = [("SET", f"scan:{round_}:{i}", value) for i in range(8000)]
+            assert set(conn.pipeline(scan)) == {OK}
+            missing = [k for k, v in zip(hot, conn.pipeline([("GET", k) for k in hot])) if v is None]
+            conn.pipeline([("SET", k, value) for k in missing])
+        assert int(info(conn, "stats")["evicted_keys"]) > 30_000
+        kept = sum(v is not None for v in conn.pipeline([("GET", k) for k in hot]))
+        assert kept >= 800, f"kept {kept} of 1000 hot keys"
 
 
 @pytest.mark.keel_differs(reason="maxmemory bounds the dataset in keel after every write; Redis "

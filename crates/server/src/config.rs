@@ -141,7 +141,7 @@ impl Default for Config {
             databases: 16,
             requirepass: String::new(),
             maxmemory: DEFAULT_MAXMEMORY,
-            maxmemory_policy: Policy::NoEviction,
+            maxmemory_policy: Policy::DEFAULT,
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             timeout: 0,
@@ -280,7 +280,8 @@ pub static DIRECTIVES: &[Directive] = &[
         set: |c, v| {
             c.maxmemory_policy = Policy::parse(one(v)?).ok_or(
                 "argument(s) must be one of the following: volatile-lru, volatile-lfu, \
-                 volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction",
+                 volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, \
+                 allkeys-s3fifo",
             )?;
             Ok(())
         },

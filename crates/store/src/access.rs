@@ -6,11 +6,15 @@
 //! Its meaning follows the maxmemory policy, as in Redis: under LRU-style
 //! policies it is the time of the last access; under LFU policies it is
 //! Redis's logarithmic counter (low 8 bits) with the time of the last
-//! access, which is also its last decay (high 56 bits). Switching policy at
-//! run time reinterprets the word; like Redis, values adjust over time.
+//! access, which is also its last decay (high 56 bits); under keel's
+//! `allkeys-s3fifo` it holds the time of the last access as LRU does, with
+//! the S3-FIFO state (see `s3fifo.rs`) in its top 16 bits. Switching
+//! between LRU and LFU reinterprets the word; like Redis, values adjust
+//! over time (and S3-FIFO restarts its queues).
 //!
 //! Redis keeps LRU time in seconds and LFU time in minutes, in 24 bits.
-//! keel keeps microseconds since the store started, which never wrap: its
+//! keel keeps microseconds since the store started (48 bits: nine years of
+//! uptime before they wrap): its
 //! eviction runs in the background, after the writes, so it compares keys
 //! written moments apart, and a coarse clock would make the newest key tie
 //! with older ones. The word stays eight bytes: it opens the entry's packed
@@ -40,10 +44,13 @@ pub enum Policy {
     VolatileRandom,
     /// The key with the nearest expiry.
     VolatileTtl,
+    /// keel's own: S3-FIFO among all keys (see `s3fifo.rs`), which keeps
+    /// more of a skewed or scan-polluted working set than LRU.
+    AllKeysS3Fifo,
 }
 
 impl Policy {
-    const ALL: [Policy; 8] = [
+    const ALL: [Policy; 9] = [
         Policy::NoEviction,
         Policy::AllKeysLru,
         Policy::AllKeysLfu,
@@ -52,6 +59,7 @@ impl Policy {
         Policy::VolatileLfu,
         Policy::VolatileRandom,
         Policy::VolatileTtl,
+        Policy::AllKeysS3Fifo,
     ];
 
     /// The name used in `maxmemory-policy`.
@@ -65,6 +73,7 @@ impl Policy {
             Policy::VolatileLfu => "volatile-lfu",
             Policy::VolatileRandom => "volatile-random",
             Policy::VolatileTtl => "volatile-ttl",
+            Policy::AllKeysS3Fifo => "allkeys-s3fifo",
         }
     }
 
@@ -80,14 +89,23 @@ impl Policy {
         matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
     }
 
-    /// True where Redis keeps per-key recency or frequency, which rules out
-    /// sharing small integer objects (visible through OBJECT REFCOUNT).
+    /// True where per-key recency or frequency is kept, which (as in
+    /// Redis) rules out sharing small integer objects (visible through
+    /// OBJECT REFCOUNT).
     pub fn tracks_keys(self) -> bool {
         matches!(
             self,
-            Policy::AllKeysLru | Policy::VolatileLru | Policy::AllKeysLfu | Policy::VolatileLfu
+            Policy::AllKeysLru
+                | Policy::VolatileLru
+                | Policy::AllKeysLfu
+                | Policy::VolatileLfu
+                | Policy::AllKeysS3Fifo
         )
     }
+
+    /// The default: keel's own policy, since a cache that refuses writes
+    /// when full (Redis's `noeviction`) is rarely what a cache wants.
+    pub const DEFAULT: Policy = Policy::AllKeysS3Fifo;
 }
 
 /// Redis's LFU_INIT_VAL: new keys start here so they are not evicted at
@@ -99,6 +117,9 @@ const LFU_INIT: u32 = 5;
 #[derive(Debug)]
 pub struct AccessConfig {
     policy: AtomicU8,
+    /// Bumped by every policy change, so each shard can tell that its
+    /// S3-FIFO queues predate the current policy and must restart.
+    policy_epoch: AtomicU32,
     lfu_log_factor: AtomicU32,
     lfu_decay_minutes: AtomicU32,
 }
@@ -106,7 +127,8 @@ pub struct AccessConfig {
 impl Default for AccessConfig {
     fn default() -> Self {
         AccessConfig {
-            policy: AtomicU8::new(Policy::NoEviction as u8),
+            policy: AtomicU8::new(Policy::DEFAULT as u8),
+            policy_epoch: AtomicU32::new(0),
             lfu_log_factor: AtomicU32::new(10),
             lfu_decay_minutes: AtomicU32::new(1),
         }
@@ -121,7 +143,16 @@ impl AccessConfig {
 
     /// Changes the maxmemory policy.
     pub fn set_policy(&self, policy: Policy) {
-        self.policy.store(policy as u8, Ordering::Relaxed);
+        if self.policy.swap(policy as u8, Ordering::Relaxed) != policy as u8 {
+            self.policy_epoch.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// While the policy is `allkeys-s3fifo`, the number of the policy
+    /// change that selected it: the S3-FIFO queues a shard keeps are valid
+    /// only for that epoch.
+    pub fn s3fifo_epoch(&self) -> Option<u32> {
+        (self.policy() == Policy::AllKeysS3Fifo).then(|| self.policy_epoch.load(Ordering::Relaxed))
     }
 
     /// `lfu-log-factor`: how many accesses each counter step needs.
@@ -172,11 +203,13 @@ impl Access {
     /// Records an access: recency under LRU policies, a probabilistic
     /// logarithmic increment under LFU ones.
     pub fn touch(&self, config: &AccessConfig, clock: Clock) {
-        let word = if config.policy().is_lfu() {
-            let counter = self.decayed_counter(config, clock);
-            lfu_word(clock, lfu_increment(counter, config.lfu_log_factor()))
-        } else {
-            clock.micros
+        let word = match config.policy() {
+            p if p.is_lfu() => {
+                let counter = self.decayed_counter(config, clock);
+                lfu_word(clock, lfu_increment(counter, config.lfu_log_factor()))
+            }
+            Policy::AllKeysS3Fifo => s3fifo_word(clock, counted(self.0.load(Ordering::Relaxed))),
+            _ => clock.micros & ACCESS_TIME,
         };
         self.0.store(word, Ordering::Relaxed);
     }
@@ -189,13 +222,60 @@ impl Access {
 
     /// Microseconds since the last access (under non-LFU policies).
     pub fn idle_micros(&self, clock: Clock) -> u64 {
-        clock.micros.saturating_sub(self.0.load(Ordering::Relaxed))
+        clock
+            .micros
+            .saturating_sub(self.0.load(Ordering::Relaxed) & ACCESS_TIME)
     }
 
     /// Seconds since the last access (under non-LFU policies), as OBJECT
     /// IDLETIME reports it.
     pub fn idle_seconds(&self, clock: Clock) -> u64 {
         self.idle_micros(clock) / 1_000_000
+    }
+
+    /// S3-FIFO: accesses counted since the key was queued or last passed
+    /// over (0 to 3).
+    pub(crate) fn s3fifo_freq(&self) -> u64 {
+        (self.0.load(Ordering::Relaxed) & S3FIFO_FREQ) >> S3FIFO_FREQ_SHIFT
+    }
+
+    /// S3-FIFO: true once the key is in the main queue.
+    pub(crate) fn s3fifo_in_main(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & S3FIFO_MAIN != 0
+    }
+
+    /// S3-FIFO: the tag that tells this key's place in the small queue
+    /// from an older one left by a key that had the same slot.
+    pub(crate) fn s3fifo_tag(&self) -> u8 {
+        (self.0.load(Ordering::Relaxed) >> S3FIFO_TAG_SHIFT) as u8
+    }
+
+    /// S3-FIFO: sets the queue state, keeping the time of the last access.
+    /// Called under the shard's write lock, so no reader's touch races
+    /// with it.
+    pub(crate) fn set_s3fifo_state(&self, main: bool, tag: u8, freq: u64) {
+        let time = self.0.load(Ordering::Relaxed) & ACCESS_TIME;
+        let main = if main { S3FIFO_MAIN } else { 0 };
+        let tag = (tag as u64) << S3FIFO_TAG_SHIFT;
+        let freq = freq.min(3) << S3FIFO_FREQ_SHIFT;
+        self.0.store(time | main | tag | freq, Ordering::Relaxed);
+    }
+
+    /// S3-FIFO: a key queued under another policy's word, now counted as
+    /// in the main queue with no accesses and last used `clock`.
+    pub(crate) fn restart_s3fifo(&self, clock: Clock) {
+        self.0
+            .store(s3fifo_word(clock, S3FIFO_MAIN), Ordering::Relaxed);
+    }
+
+    /// S3-FIFO: a value overwritten in place keeps its key's queue state,
+    /// and the write counts as an access, as a read would.
+    pub(crate) fn inherit_s3fifo(&self, old: &Access) {
+        let time = self.0.load(Ordering::Relaxed) & ACCESS_TIME;
+        self.0.store(
+            time | counted(old.0.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
     }
 
     /// Microseconds since the last access under LFU policies.
@@ -225,15 +305,43 @@ impl Access {
     }
 }
 
+/// The time of the last access under LRU-style policies and S3-FIFO:
+/// microseconds in the low 48 bits (nine years of uptime). S3-FIFO keeps
+/// its state above them, so switching between the two keeps idle times.
+const ACCESS_TIME: u64 = (1 << 48) - 1;
+/// S3-FIFO: the access count (0 to 3).
+const S3FIFO_FREQ_SHIFT: u32 = 48;
+const S3FIFO_FREQ: u64 = 0b11 << S3FIFO_FREQ_SHIFT;
+/// S3-FIFO: set once the key is in the main queue.
+const S3FIFO_MAIN: u64 = 1 << 50;
+/// S3-FIFO: the small-queue tag (the top byte).
+const S3FIFO_TAG_SHIFT: u32 = 56;
+const S3FIFO_STATE: u64 = !ACCESS_TIME;
+
+fn s3fifo_word(clock: Clock, state: u64) -> u64 {
+    (clock.micros & ACCESS_TIME) | state
+}
+
+/// The S3-FIFO state of `word` with one more access counted (at most 3).
+fn counted(word: u64) -> u64 {
+    let state = word & S3FIFO_STATE;
+    if state & S3FIFO_FREQ == S3FIFO_FREQ {
+        state
+    } else {
+        state + (1 << S3FIFO_FREQ_SHIFT)
+    }
+}
+
 fn lfu_word(clock: Clock, counter: u32) -> u64 {
     ((clock.micros & LFU_TIME_MAX) << 8) | counter as u64
 }
 
 fn initial(config: &AccessConfig, clock: Clock) -> u64 {
-    if config.policy().is_lfu() {
-        lfu_word(clock, LFU_INIT)
-    } else {
-        clock.micros
+    match config.policy() {
+        p if p.is_lfu() => lfu_word(clock, LFU_INIT),
+        // Queued by the shard when inserted (`s3fifo.rs`).
+        Policy::AllKeysS3Fifo => s3fifo_word(clock, 0),
+        _ => clock.micros & ACCESS_TIME,
     }
 }
 
@@ -263,12 +371,54 @@ mod tests {
     }
 
     #[test]
-    fn lru_idle_time() {
+    fn idle_time_under_lru_and_s3fifo() {
+        for policy in [Policy::AllKeysLru, Policy::AllKeysS3Fifo] {
+            let config = AccessConfig::default();
+            config.set_policy(policy);
+            let access = Access::new(&config, clock(100));
+            assert_eq!(access.idle_seconds(clock(130)), 30);
+            access.touch(&config, clock(130));
+            assert_eq!(access.idle_seconds(clock(130)), 0);
+            // The other policy reads the same idle time.
+            let other = match policy {
+                Policy::AllKeysLru => Policy::AllKeysS3Fifo,
+                _ => Policy::AllKeysLru,
+            };
+            config.set_policy(other);
+            assert_eq!(access.idle_seconds(clock(140)), 10);
+        }
+    }
+
+    #[test]
+    fn s3fifo_counts_accesses_up_to_three_and_keeps_its_state() {
         let config = AccessConfig::default();
-        let access = Access::new(&config, clock(100));
-        assert_eq!(access.idle_seconds(clock(130)), 30);
-        access.touch(&config, clock(130));
-        assert_eq!(access.idle_seconds(clock(130)), 0);
+        config.set_policy(Policy::AllKeysS3Fifo);
+        let access = Access::new(&config, clock(1));
+        assert_eq!(access.s3fifo_freq(), 0);
+        assert!(!access.s3fifo_in_main());
+        access.set_s3fifo_state(false, 0xab, 0);
+        for expected in [1, 2, 3, 3] {
+            access.touch(&config, clock(2));
+            assert_eq!(access.s3fifo_freq(), expected);
+        }
+        assert_eq!(access.s3fifo_tag(), 0xab);
+        access.set_s3fifo_state(true, 0xab, 1);
+        let overwritten = Access::new(&config, clock(3));
+        overwritten.inherit_s3fifo(&access);
+        assert!(overwritten.s3fifo_in_main());
+        assert_eq!(overwritten.s3fifo_tag(), 0xab);
+        assert_eq!(overwritten.s3fifo_freq(), 2);
+        assert_eq!(overwritten.idle_seconds(clock(3)), 0);
+    }
+
+    #[test]
+    fn policy_changes_move_the_epoch() {
+        let config = AccessConfig::default();
+        let first = config.s3fifo_epoch().expect("s3fifo is the default");
+        config.set_policy(Policy::AllKeysLru);
+        assert_eq!(config.s3fifo_epoch(), None);
+        config.set_policy(Policy::AllKeysS3Fifo);
+        assert_ne!(config.s3fifo_epoch(), Some(first));
     }
 
     #[test]

@@ -31,8 +31,9 @@ use std::ops::{Deref, DerefMut};
 
 use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use rand::Rng as _;
 
-use crate::access::{Access, AccessConfig, Clock};
+use crate::access::{Access, AccessConfig, Clock, Policy};
 use crate::entry::Entry;
 use crate::expiry::{LagWindow, Reclaimed};
 use crate::shard::{EntryMut, Shard};
@@ -175,6 +176,25 @@ pub struct Store {
     pub encodings: crate::types::EncodingConfig,
 }
 
+/// Greatest common divisor, to find a stride that visits every shard.
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// What one eviction attempt did.
+enum Attempt {
+    /// This key, from this database, went.
+    Evicted(usize, Entry),
+    /// Nothing went this time, but a key may next time.
+    Retry,
+    /// No key qualifies under the policy.
+    NothingEligible,
+}
+
 impl Store {
     /// A store with `databases` empty databases.
     pub fn new(databases: usize) -> Store {
@@ -269,59 +289,108 @@ impl Store {
         self.evicted_keys.load(Ordering::Relaxed)
     }
 
-    /// Evicts one key chosen by the maxmemory policy from a sample of 5
-    /// candidates, as Redis's `performEvictions` does.
-    /// The evicted entry goes to `free`, so the caller decides where a big
-    /// value is dropped. Returns false when no key qualifies (noeviction,
-    /// or a volatile policy with no TTL left).
+    /// Evicts one key chosen by the maxmemory policy: S3-FIFO's pick under
+    /// `allkeys-s3fifo`, otherwise the best of 5 sampled candidates, as
+    /// Redis's `performEvictions` does. The evicted entry goes to `free`,
+    /// so the caller decides where a big value is dropped. Returns false
+    /// when no key qualifies (noeviction, or a volatile policy with no TTL
+    /// left); true when a key went or the next call may find one (another
+    /// writer took the chosen key first; S3-FIFO's bounded search moved on).
     pub fn evict_one(&self, now_ms: u64, free: impl FnOnce(Entry)) -> bool {
-        const SAMPLES: usize = 5;
-        let policy = self.access.policy();
-        if policy == crate::Policy::NoEviction {
-            return false;
+        let attempt = match self.access.policy() {
+            Policy::NoEviction => return false,
+            Policy::AllKeysS3Fifo => self.evict_s3fifo(now_ms),
+            policy => self.evict_sampled(policy, now_ms),
+        };
+        match attempt {
+            Attempt::Evicted(db_no, entry) => {
+                self.evicted_keys.fetch_add(1, Ordering::Relaxed);
+                self.emit(KeyEvent::Evicted, db_no, entry.key());
+                free(entry);
+                true
+            }
+            Attempt::Retry => true,
+            Attempt::NothingEligible => false,
         }
+    }
+
+    /// Every non-empty shard (holding keys with a TTL, if `volatile`), as
+    /// their last writes published them, in a random order: a walk from a
+    /// random shard with a random stride coprime to the shard count, which
+    /// visits each shard once. Picks thus come from across the keyspace (as
+    /// Redis's dictGetSomeKeys), also when only a few databases hold keys:
+    /// a walk in shard order would favour the first shards of a database.
+    fn shards_at_random(&self, volatile: bool) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let total = self.dbs.len() * SHARDS_PER_DB;
+        let mut rng = rand::thread_rng();
+        let start = rng.gen_range(0..total);
+        let stride = std::iter::repeat_with(|| rng.gen_range(1..=total))
+            .find(|&stride| gcd(stride, total) == 1)
+            .expect("1 is coprime to every count");
+        (0..total)
+            .map(move |i| (start + i * stride) % total)
+            .map(|n| (n / SHARDS_PER_DB, n % SHARDS_PER_DB))
+            .filter(move |&(db_no, shard_no)| {
+                let counts = &self.counts[db_no][shard_no];
+                counts.keys.load(Ordering::Relaxed) > 0
+                    && (!volatile || counts.expires.load(Ordering::Relaxed) > 0)
+            })
+    }
+
+    /// S3-FIFO's pick from one of two shards drawn at random, the one
+    /// holding more bytes: evictions go where the data is and keep shards
+    /// even, without a queue shared by all shards.
+    fn evict_s3fifo(&self, now_ms: u64) -> Attempt {
+        let bytes = |(db_no, shard_no): (usize, usize)| {
+            let counts = &self.counts[db_no][shard_no];
+            counts.data_bytes.load(Ordering::Relaxed) + counts.table_bytes.load(Ordering::Relaxed)
+        };
+        let mut shards = self.shards_at_random(false);
+        let Some(first) = shards.next() else {
+            return Attempt::NothingEligible;
+        };
+        let (db_no, shard_no) = match shards.next() {
+            Some(second) if bytes(second) > bytes(first) => second,
+            _ => first,
+        };
+        let mut shard = self.db(db_no, now_ms).guard(shard_no);
+        match shard.guard.evict_s3fifo() {
+            Some(entry) => Attempt::Evicted(db_no, entry),
+            None => Attempt::Retry,
+        }
+    }
+
+    /// The best victim under `policy` among 5 candidates, one per shard.
+    fn evict_sampled(&self, policy: Policy, now_ms: u64) -> Attempt {
+        const SAMPLES: usize = 5;
         let volatile = matches!(
             policy,
-            crate::Policy::VolatileLru
-                | crate::Policy::VolatileLfu
-                | crate::Policy::VolatileRandom
-                | crate::Policy::VolatileTtl
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
         );
         let clock = self.clock();
         // Lower score = better victim.
         let score = |e: &Entry| -> u64 {
             match policy {
-                crate::Policy::AllKeysLru | crate::Policy::VolatileLru => {
+                Policy::AllKeysLru | Policy::VolatileLru => {
                     u64::MAX - e.access().idle_micros(clock)
                 }
-                crate::Policy::AllKeysLfu | crate::Policy::VolatileLfu => {
+                Policy::AllKeysLfu | Policy::VolatileLfu => {
                     e.access().lfu_rank(&self.access, clock)
                 }
-                crate::Policy::VolatileTtl => e.expire_at_ms().unwrap_or(u64::MAX),
+                Policy::VolatileTtl => e.expire_at_ms().unwrap_or(u64::MAX),
                 _ => 0,
             }
         };
         let mut rng = rand::thread_rng();
         let mut best: Option<(u64, usize, Vec<u8>)> = None;
-        // One candidate per shard, from shards drawn at random, so the
-        // candidates come from across the keyspace (as Redis's
-        // dictGetSomeKeys) and a key alone in its shard is one candidate
-        // among several, not five copies of itself. When random draws keep
-        // hitting empty shards (a sparse keyspace), an ordered walk from a
-        // random start finds the rest.
-        let total = self.dbs.len() * SHARDS_PER_DB;
-        const RANDOM_DRAWS: usize = 4 * SAMPLES;
-        let mut draw_rng = rand::thread_rng();
-        let draws = (0..RANDOM_DRAWS).map(move |_| rand::Rng::gen_range(&mut draw_rng, 0..total));
-        let walk_start = rand::Rng::gen_range(&mut rng, 0..total);
-        let walk = (walk_start..total).chain(0..walk_start);
+        // One candidate per shard, so a key alone in its shard is one
+        // candidate among several, not five copies of itself.
         let mut candidates = 0;
-        for n in draws.chain(walk) {
-            let (db_no, shard_no) = (n / SHARDS_PER_DB, n % SHARDS_PER_DB);
+        for (db_no, shard_no) in self.shards_at_random(volatile) {
             let shard = read_lock(&self.dbs[db_no][shard_no]);
-            if shard.is_empty() || (volatile && shard.expires() == 0) {
-                continue;
-            }
             // A volatile policy needs a key with a TTL: a few tries in a
             // shard that has some.
             let candidate = (0..SAMPLES)
@@ -340,15 +409,12 @@ impl Store {
             }
         }
         let Some((_, db_no, key)) = best else {
-            return false;
+            return Attempt::NothingEligible;
         };
-        let removed = self.db(db_no, now_ms).write(&key).remove(&key);
-        if let Some(entry) = removed {
-            self.evicted_keys.fetch_add(1, Ordering::Relaxed);
-            self.emit(KeyEvent::Evicted, db_no, &key);
-            free(entry);
+        match self.db(db_no, now_ms).write(&key).remove(&key) {
+            Some(entry) => Attempt::Evicted(db_no, entry),
+            None => Attempt::Retry,
         }
-        true
     }
 
     /// One pass of active expiry over every shard: removes keys whose
@@ -527,9 +593,12 @@ impl<'a> Db<'a> {
     }
 
     fn guard(&self, index: usize) -> WriteShard<'a> {
-        let guard = write_lock(&self.shards[index]);
+        let mut guard = write_lock(&self.shards[index]);
+        let bytes_before = guard.used_bytes();
+        let access = &self.store.access;
+        guard.follow_policy(access.s3fifo_epoch(), self.store.clock());
         WriteShard {
-            bytes_before: guard.used_bytes(),
+            bytes_before,
             guard,
             counts: &self.counts[index],
             store: self.store,
@@ -1047,6 +1116,7 @@ mod tests {
                 .write(k.as_bytes())
                 .insert(k.as_bytes(), s("v"), ttl);
         }
+        store.access.set_policy(crate::Policy::NoEviction);
         assert!(!store.evict_one(0, drop), "noeviction never evicts");
         store.access.set_policy(crate::Policy::VolatileRandom);
         for _ in 0..100 {
@@ -1156,6 +1226,7 @@ mod tests {
             VolatileLfu,
             VolatileRandom,
             VolatileTtl,
+            AllKeysS3Fifo,
         ] {
             let store = half_volatile_store();
             store.access.set_policy(policy);
@@ -1174,7 +1245,7 @@ mod tests {
                         "{policy:?}: only keys with a TTL, all of them"
                     );
                 }
-                AllKeysLru | AllKeysLfu | AllKeysRandom => {
+                AllKeysLru | AllKeysLfu | AllKeysRandom | AllKeysS3Fifo => {
                     assert_eq!(evicted.len(), 400, "{policy:?}")
                 }
             }

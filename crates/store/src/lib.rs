@@ -12,7 +12,8 @@
 //! - [`types`]: hashes, sets, lists and sorted sets, their compact and full encodings.
 //! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling;
 //!   its deadline index is a set of sorted runs (`runs.rs`).
-//! - [`access`]: recency/frequency per key and the maxmemory policies.
+//! - [`access`]: recency/frequency per key and the maxmemory policies;
+//!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
 //! - [`pattern`]: Redis glob matching.
 
 pub mod access;
@@ -22,6 +23,7 @@ mod index;
 pub mod keyspace;
 pub mod pattern;
 mod runs;
+mod s3fifo;
 pub mod shard;
 pub mod types;
 pub mod value;

@@ -53,9 +53,11 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
+use crate::access::Clock;
 use crate::entry::Entry;
 use crate::expiry::{Deadlines, Reclaimed};
 use crate::index::{self, SlotIndex};
+use crate::s3fifo::{S3Fifo, Slots};
 
 /// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
 /// holding a few keys costs a few hundred bytes, and a large one adds
@@ -98,10 +100,23 @@ fn locate(slot: usize) -> (usize, usize) {
 }
 
 /// The hash of the key in `slot`, for the index to rehash by.
-fn slot_hash(chunks: &[Box<[Option<Entry>]>], hasher: &RandomState, slot: u32) -> u64 {
-    let (k, i) = locate(slot as usize);
-    let entry = chunks[k][i].as_ref().expect("indexed slot is occupied");
+fn slot_hash(chunks: &Chunks, hasher: &RandomState, slot: u32) -> u64 {
+    let entry = chunks.entry_at(slot).expect("indexed slot is occupied");
     hasher.hash_one(entry.key())
+}
+
+/// The slab: chunks of slots, each empty or holding one entry.
+type Chunks = Vec<Box<[Option<Entry>]>>;
+
+impl Slots for Chunks {
+    fn entry_at(&self, slot: u32) -> Option<&Entry> {
+        let (k, i) = locate(slot as usize);
+        self.get(k)?[i].as_ref()
+    }
+
+    fn slot_count(&self) -> usize {
+        chunk_start(self.len())
+    }
 }
 
 /// A client's WATCH state: set when any key it watches changes.
@@ -112,7 +127,7 @@ pub type WatchFlag = Arc<AtomicBool>;
 pub struct Shard {
     hasher: RandomState,
     index: SlotIndex,
-    chunks: Vec<Box<[Option<Entry>]>>,
+    chunks: Chunks,
     /// Live entries per chunk, so empty trailing chunks can be released.
     live_per_chunk: Vec<u32>,
     free: Vec<u32>,
@@ -128,6 +143,8 @@ pub struct Shard {
     /// Keys of expired entries that writers met and removed inline, kept
     /// until the write guard reports them (keyspace notifications).
     expired_by_writers: Vec<Box<[u8]>>,
+    /// The S3-FIFO queues, while `allkeys-s3fifo` is the policy.
+    s3fifo: Option<S3Fifo>,
 }
 
 impl Shard {
@@ -146,7 +163,39 @@ impl Shard {
             reclaimed_expired: 0,
             watchers: hashbrown::HashMap::new(),
             expired_by_writers: Vec::new(),
+            s3fifo: None,
         }
+    }
+
+    /// Brings the shard's S3-FIFO queues in line with the policy:
+    /// `epoch` is [`crate::AccessConfig::s3fifo_epoch`]. Queues built under
+    /// an earlier selection of the policy restart with every key in the
+    /// main queue as of `clock`, and go when another policy is chosen.
+    pub fn follow_policy(&mut self, epoch: Option<u32>, clock: Clock) {
+        if self.s3fifo.as_ref().map(S3Fifo::epoch) == epoch {
+            return;
+        }
+        self.s3fifo = epoch.map(|epoch| {
+            for entry in self.chunks.iter().flat_map(|c| c.iter().flatten()) {
+                entry.access().restart_s3fifo(clock);
+            }
+            S3Fifo::new(epoch)
+        });
+    }
+
+    /// Under `allkeys-s3fifo`, removes and returns the key S3-FIFO picks.
+    /// `None` when the shard is empty, another policy is in force, or this
+    /// call's bounded search found no key yet (call again).
+    pub fn evict_s3fifo(&mut self) -> Option<Entry> {
+        let live = self.len();
+        let Shard {
+            s3fifo,
+            chunks,
+            hasher,
+            ..
+        } = self;
+        let slot = s3fifo.as_mut()?.choose_victim(chunks, hasher, live)?;
+        Some(self.take_slot(slot))
     }
 
     /// Registers `flag` to be set when `key` changes.
@@ -224,21 +273,27 @@ impl Shard {
         self.heap_bytes
     }
 
-    /// Bytes of the structures that hold the keys: slots, hash index and
-    /// free list.
+    /// Bytes of the structures that hold the keys: slots, hash index,
+    /// free list and S3-FIFO queues.
     pub fn table_bytes(&self) -> usize {
         self.index.bytes()
             + self.slot_count() * std::mem::size_of::<Option<Entry>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
+            + self.s3fifo.as_ref().map_or(0, S3Fifo::bytes)
     }
 
     /// The most one more key can add to [`Shard::table_bytes`]: a new
     /// chunk of slots (and free-list room for it) when no slot is free,
-    /// and the index doubling when it is full. Writers reserve this much
+    /// the index doubling when it is full, and the S3-FIFO small queue
+    /// doubling when it is full. Writers reserve this much
     /// besides their own bytes, so a key landing on a growing shard cannot
     /// take the dataset past `maxmemory`.
     pub fn table_growth_of_next_insert(&self) -> usize {
-        let mut growth = self.index.growth_of_next_insert();
+        let mut growth = self.index.growth_of_next_insert()
+            + self
+                .s3fifo
+                .as_ref()
+                .map_or(0, S3Fifo::growth_of_next_insert);
         if self.free.is_empty() {
             // A new chunk, whose free slots the list takes; the list grows
             // as a Vec does, to what is needed or double its capacity.
@@ -306,8 +361,7 @@ impl Shard {
 
     /// The entry in `slot`, if the slot is occupied.
     pub fn slot(&self, slot: usize) -> Option<&Entry> {
-        let (k, i) = locate(slot);
-        self.chunks.get(k)?[i].as_ref()
+        self.chunks.entry_at(u32::try_from(slot).ok()?)
     }
 
     fn slot_mut(&mut self, slot: u32) -> &mut Entry {
@@ -361,6 +415,9 @@ impl Shard {
         if let Some(slot) = self.find(entry.key()) {
             self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
+            if self.s3fifo.is_some() {
+                self.slot_mut(slot).access().inherit_s3fifo(old.access());
+            }
             self.account(slot);
             if old.is_expired(now_ms) {
                 self.note_expired_by_writer(old);
@@ -380,9 +437,13 @@ impl Shard {
             index,
             chunks,
             hasher,
+            s3fifo,
             ..
         } = self;
         index.insert(hash, slot, |other| slot_hash(chunks, hasher, other));
+        if let Some(s3fifo) = s3fifo {
+            s3fifo.admit(chunks, slot, hash, index.len());
+        }
         self.account(slot);
         None
     }
@@ -436,6 +497,9 @@ impl Shard {
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.live_per_chunk[k] -= 1;
+        if let Some(s3fifo) = &mut self.s3fifo {
+            s3fifo.forget(&entry);
+        }
         self.touch(entry.key());
         self.free.push(slot);
         self.release_unused();
@@ -452,6 +516,9 @@ impl Shard {
             self.chunks = Vec::new();
             self.live_per_chunk = Vec::new();
             self.free = Vec::new();
+            if let Some(s3fifo) = &mut self.s3fifo {
+                *s3fifo = S3Fifo::new(s3fifo.epoch());
+            }
             return;
         }
         if self.live_per_chunk.last() == Some(&0) {
@@ -655,6 +722,20 @@ impl Drop for EntryMut<'_> {
                 self.shard.touch(self.entry().key());
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl Shard {
+    /// Checks the S3-FIFO bookkeeping against the slots.
+    pub(crate) fn assert_s3fifo_consistent(&self) {
+        let s3fifo = self.s3fifo.as_ref().expect("s3fifo is the policy");
+        s3fifo.assert_consistent(&self.chunks);
+    }
+
+    /// Bytes held by the S3-FIFO queues.
+    pub(crate) fn s3fifo_bytes(&self) -> Option<usize> {
+        self.s3fifo.as_ref().map(S3Fifo::bytes)
     }
 }
 
