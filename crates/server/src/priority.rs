@@ -8,10 +8,10 @@
 //! to the background thread again, which on a busy machine takes tens of
 //! milliseconds (measured: 30–67 ms request stalls while a million keys
 //! expired at once). So the thread works at the workers' priority for the
-//! short stretches in which it takes locks — one expiry pass, one eviction
-//! slice, each a few milliseconds at most — and drops back between them, when it
-//! holds nothing. Two system calls per stretch is noise next to the
-//! stretch itself.
+//! short stretches in which it takes locks — one shard's expiry work (tens
+//! of microseconds), one eviction slice (a millisecond) — and drops back
+//! between them, when it holds nothing. Two system calls per stretch is
+//! noise next to the stretch itself.
 
 /// How much lower than the workers' the maintenance thread's priority is
 /// between its stretches of work (a nice value).

@@ -414,20 +414,22 @@ const EXPIRE_BATCH_PER_SHARD: usize = 64;
 /// has passed, found through the shards' deadline index (no sampling; see
 /// `keel_store::expiry`). A large batch is taken in bounded passes, each
 /// timed into the `keel-expire-pass` histogram, whose sum is INFO's
-/// `expire_cycle_cpu_milliseconds`.
+/// `expire_cycle_cpu_milliseconds`. Only the work on one shard at a time
+/// (its lock, the keys it gives up, freeing them) runs at the workers'
+/// priority; between shards the thread is back at its low priority, so a
+/// worker woken by a request takes the CPU from a long reclaim at once.
 async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(tick)).await;
         loop {
             let started = std::time::Instant::now();
-            let priority = crate::priority::WorkersPriority::begin();
             let (_, more) = server.store.reclaim_expired(
                 unix_ms(),
                 EXPIRE_BATCH_PER_SHARD,
+                crate::priority::WorkersPriority::begin,
                 crate::lazyfree::free,
             );
-            drop(priority);
             server
                 .stats
                 .record_work(crate::stats::Work::ExpirePass, started.elapsed());

@@ -420,40 +420,43 @@ impl Store {
     /// One pass of active expiry over every shard: removes keys whose
     /// deadline has passed, at most `max_per_shard` per shard so no shard
     /// lock is held for long, handing each to `free` once its shard is
-    /// released. Shards with nothing due cost one read lock. Returns what
-    /// was removed and whether any shard still has keys due (call again).
-    pub fn reclaim_expired(
+    /// released. Shards with nothing due are skipped without a lock, by the
+    /// earliest deadline their last write published. `hold` is called
+    /// before the work on each shard with keys due, and what it returns is
+    /// dropped when that work (lock, unlink, `free`) is done: the server
+    /// runs just those stretches at its workers' priority. Returns what was
+    /// removed and whether any shard still has keys due (call again).
+    pub fn reclaim_expired<H>(
         &self,
         now_ms: u64,
         max_per_shard: usize,
+        mut hold: impl FnMut() -> H,
         mut free: impl FnMut(Entry),
     ) -> (Reclaimed, bool) {
         let (mut done, mut more) = (Reclaimed::default(), false);
         let mut unlinked = Vec::with_capacity(max_per_shard.min(1024));
         for db_no in 0..self.dbs.len() {
             let db = self.db(db_no, now_ms);
-            for (shard_no, shard) in self.dbs[db_no].iter().enumerate() {
-                if read_lock(shard)
-                    .next_deadline()
-                    .is_none_or(|at| at > now_ms)
-                {
+            for (shard_no, counts) in self.counts[db_no].iter().enumerate() {
+                if counts.next_deadline.load(Ordering::Relaxed) > now_ms {
                     continue;
                 }
+                let held = hold();
                 let mut guard = db.guard(shard_no);
-                done.add(
-                    guard
-                        .guard
-                        .reclaim_expired(now_ms, max_per_shard, &mut unlinked),
-                );
+                let reclaimed = guard
+                    .guard
+                    .reclaim_expired(now_ms, max_per_shard, &mut unlinked);
+                done.add(reclaimed);
                 more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
                 drop(guard);
                 for entry in unlinked.drain(..) {
                     self.emit(KeyEvent::Expired, db_no, entry.key());
                     free(entry);
                 }
+                self.record_lag(now_ms, reclaimed);
+                drop(held);
             }
         }
-        self.record_lag(now_ms, done);
         (done, more)
     }
 
@@ -529,7 +532,7 @@ pub struct Db<'a> {
 /// locking every shard, so they never wait behind a writer or a background
 /// pass — which would stall every other connection of the worker thread
 /// serving them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ShardCounts {
     keys: AtomicUsize,
     expires: AtomicUsize,
@@ -540,6 +543,24 @@ struct ShardCounts {
     data_bytes: AtomicUsize,
     table_bytes: AtomicUsize,
     expiry_index_bytes: AtomicUsize,
+    /// The earliest deadline of any key, `u64::MAX` for none: active
+    /// expiry skips the shard until then without locking it.
+    next_deadline: AtomicU64,
+}
+
+impl Default for ShardCounts {
+    fn default() -> Self {
+        ShardCounts {
+            keys: AtomicUsize::new(0),
+            expires: AtomicUsize::new(0),
+            expire_sum_ms: AtomicU64::new(0),
+            reclaimed_expired: AtomicU64::new(0),
+            data_bytes: AtomicUsize::new(0),
+            table_bytes: AtomicUsize::new(0),
+            expiry_index_bytes: AtomicUsize::new(0),
+            next_deadline: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 impl ShardCounts {
@@ -555,6 +576,8 @@ impl ShardCounts {
             .store(shard.table_bytes(), Ordering::Relaxed);
         self.expiry_index_bytes
             .store(shard.expiry_index_bytes(), Ordering::Relaxed);
+        self.next_deadline
+            .store(shard.next_deadline().unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 }
 
@@ -1182,11 +1205,11 @@ mod tests {
         }
         store.db(0, 0).write(b"keep").insert(b"keep", s("v"), None);
         let mut freed = 0;
-        let (done, more) = store.reclaim_expired(11, 1, |_| freed += 1);
+        let (done, more) = store.reclaim_expired(11, 1, || (), |_| freed += 1);
         assert!(more, "one key per shard per pass leaves work");
         assert_eq!(done.keys, freed);
         assert_eq!(store.expire_lag_ms_max(11), 1);
-        while store.reclaim_expired(12, 1, |_| freed += 1).1 {}
+        while store.reclaim_expired(12, 1, || (), |_| freed += 1).1 {}
         assert_eq!(freed, 1000);
         assert_eq!(store.expired_keys(), 1000);
         assert_eq!(
@@ -1325,6 +1348,32 @@ mod tests {
     }
 
     #[test]
+    fn active_expiry_passes_a_locked_shard_with_nothing_due() {
+        let store = std::sync::Arc::new(Store::new(1));
+        let db = store.db(0, 0);
+        db.write(b"later").insert(b"later", s("v"), Some(1_000_000));
+        // A key due now, in another shard than "later".
+        let due = (0..)
+            .map(|i| format!("due{i}"))
+            .find(|k| db.shard_index(k.as_bytes()) != db.shard_index(b"later"))
+            .unwrap();
+        db.write(due.as_bytes())
+            .insert(due.as_bytes(), s("v"), Some(10));
+        let held = db.write(b"later");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reclaimer = {
+            let store = store.clone();
+            std::thread::spawn(move || tx.send(store.reclaim_expired(20, 64, || (), drop)).unwrap())
+        };
+        let (done, more) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("expiry skips a shard with nothing due without locking it");
+        drop(held);
+        reclaimer.join().unwrap();
+        assert_eq!((done.keys, more), (1, false));
+    }
+
+    #[test]
     fn accounting_returns_to_baseline_after_a_million_keys() {
         let store = Store::new(2);
         assert_eq!(store.dataset_bytes(), 0);
@@ -1377,7 +1426,7 @@ mod tests {
         let later = store.db(0, 20);
         assert!(later.read(b"read").get(b"read").is_none());
         assert!(later.write(b"written").get_mut(b"written").is_none());
-        store.reclaim_expired(20, 100, drop);
+        store.reclaim_expired(20, 100, || (), drop);
         store.access.set_policy(crate::Policy::AllKeysRandom);
         assert!(store.evict_one(20, drop));
         let mut got = events.lock().clone();

@@ -139,11 +139,11 @@ fn run(seed: u64, steps: usize) {
             }
             85..=94 => now += rng.gen_range(0..300),
             _ => {
-                store.reclaim_expired(now, rng.gen_range(1..50), drop);
+                store.reclaim_expired(now, rng.gen_range(1..50), || (), drop);
             }
         }
     }
-    while store.reclaim_expired(now, 1024, drop).1 {}
+    while store.reclaim_expired(now, 1024, || (), drop).1 {}
     for (d, keys) in model.dbs.iter().enumerate() {
         let live: Vec<_> = keys
             .values()

@@ -76,7 +76,7 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::Tick { ms } => now += ms as u64,
             Op::Reclaim { max } => {
-                store.reclaim_expired(now, max as usize + 1, drop);
+                store.reclaim_expired(now, max as usize + 1, || (), drop);
             }
             Op::Scan { count } => {
                 let mut seen = Vec::new();
@@ -100,7 +100,7 @@ fuzz_target!(|ops: Vec<Op>| {
         assert!(stats.expires <= stats.keys);
     }
     let end = u64::MAX / 2;
-    while store.reclaim_expired(end, 1024, drop).1 {}
+    while store.reclaim_expired(end, 1024, || (), drop).1 {}
     let db = store.db(0, end);
     let live = model.values().filter(|(_, ttl)| ttl.is_none()).count();
     assert_eq!(db.stats().keys, live);
