@@ -1,9 +1,11 @@
 # Helpers shared by the bench/ scripts; source it, don't run it.
 
-# The repository root and the release binaries the scripts run.
+# The repository root and the release binaries the scripts run;
+# KEEL_SERVER names another keel-server build (say, an older commit's, for
+# a before/after comparison under the same generator).
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bench=$root/target/release/keel-bench
-keel=$root/target/release/keel-server
+keel=${KEEL_SERVER:-$root/target/release/keel-server}
 
 # Exits unless every binary named is built.
 require_built() {
