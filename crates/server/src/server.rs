@@ -11,7 +11,10 @@
 //! buffer, and sends each batch of replies with one write. There is no
 //! global lock on the command path: commands on different keys proceed in
 //! parallel, commands on the same shard take turns on that shard's lock,
-//! and multi-key commands lock their shards in a fixed order.
+//! and multi-key commands lock their shards in a fixed order. On each
+//! worker, connections moving a lot of data take turns in a heavy lane, so
+//! new and light connections are not served after all of them (see
+//! `connection.rs`).
 //!
 //! Background maintenance (active expiry, eviction ahead of need, the
 //! throughput sampler) runs on a thread of its own at a lower scheduling
@@ -278,12 +281,15 @@ impl Worker {
         std::thread::Builder::new()
             .name(format!("keel-worker-{number}"))
             .spawn(move || {
+                let lane = Arc::new(connection::HeavyLane::default());
                 runtime.block_on(async {
                     let mut tasks = tokio::task::JoinSet::new();
                     while let Some((socket, addr)) = incoming.recv().await {
                         match TcpStream::from_std(socket) {
                             Ok(socket) => {
-                                tasks.spawn(connection::serve(server.clone(), socket, addr));
+                                let serve =
+                                    connection::serve(server.clone(), lane.clone(), socket, addr);
+                                tasks.spawn(serve);
                             }
                             Err(e) => warning!("Registering client connection {addr}: {e}"),
                         }
