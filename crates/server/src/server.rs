@@ -265,6 +265,14 @@ async fn listen(host: &str, port: u16, backlog: u32) -> std::io::Result<TcpListe
     }))
 }
 
+/// Tasks a worker runs between two looks for new connections and socket
+/// events; tokio's default is 61. Under heavy load most of those tasks are
+/// heavy batches, and a new connection waits for two such looks (to be
+/// handed over, then for its first data) before it runs, so this bounds
+/// that wait like the heavy lane bounds the wait to run (see
+/// `connection.rs`). Looking costs one epoll_wait without a timeout.
+const WORKER_EVENT_INTERVAL: u32 = 16;
+
 /// A worker thread: its own event loop, fed new connections by the
 /// acceptor.
 struct Worker {
@@ -277,6 +285,7 @@ impl Worker {
             mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .event_interval(WORKER_EVENT_INTERVAL)
             .build()?;
         std::thread::Builder::new()
             .name(format!("keel-worker-{number}"))
