@@ -9,6 +9,26 @@
 //!
 //! Buffers are charged to the client budget (`client_budget.rs`): a read
 //! that would grow them past it waits, which is keel's backpressure.
+//!
+//! New and light connections are served ahead of heavy ones. A worker runs
+//! its connections from one first-in first-out queue, and a connection's
+//! task joins its back whenever its socket has data: with thousands of
+//! connections pipelining large writes, a new connection's PING waited
+//! behind one batch of each of them, 100 ms and more. So a connection that
+//! moved more than a read chunk since its previous read (requests read plus
+//! replies sent) is heavy, and its next batch is read and executed only in
+//! one of its worker's heavy lane turns (`HEAVY_LANE_TURNS`, first come
+//! first served). A connection with a turn goes to the back of the queue
+//! holding it, and gives it back before anything that can wait on its
+//! client (sending replies, a blocking command), so turns are only held by
+//! tasks queued to run or running: at most that many heavy batches are
+//! ahead of any light request, and heavy connections waiting for a turn are
+//! parked outside the queue. The trade-off: heavy connections together get that
+//! many batches per pass of the queue however many light ones there are,
+//! and each heavy batch costs one more trip through the queue. Replies stay
+//! in order (a connection still runs its own requests one after another)
+//! and the client budget is untouched: a connection waits for the budget
+//! before it waits for a turn, never while holding one.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -21,12 +41,13 @@ use bytes::BytesMut;
 use keel_resp::{Limits, RequestDecoder, Writer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::blocking::Blocked;
 use crate::client::{AfterReply, Client};
 use crate::client_budget::CONNECTION_OVERHEAD_BYTES;
 use crate::server::{unix_ms, Server};
-use crate::stats::Work;
+use crate::stats::{Stats, Work};
 use crate::{cmd, verbose, warning};
 
 /// Read space a connection starts with and tops up to: enough for typical
@@ -43,9 +64,51 @@ const KEEP_CAPACITY_UNDER_PRESSURE: usize = READ_CHUNK;
 /// Replies beyond this are sent before the rest of a batch is executed, so
 /// a pipeline of large replies does not pile up in memory.
 const FLUSH_THRESHOLD: usize = 1024 * 1024;
+/// A connection that read and wrote more than this between two reads is
+/// heavy: its batches take turns in the heavy lane. More than one read
+/// chunk, so ordinary requests and small pipelines never wait for a turn.
+const HEAVY_TRAFFIC_BYTES: usize = READ_CHUNK;
+/// Heavy batches a worker lets wait in its run queue at once: a light
+/// connection's request waits behind at most this many per pass of the
+/// queue, and heavy connections together still get this many batches per
+/// pass however many light connections there are.
+const HEAVY_LANE_TURNS: usize = 16;
+
+/// A worker's heavy lane: the turns its heavy connections take, first come
+/// first served, to read and execute a batch. One per worker, because a
+/// connection waits in its own worker's run queue.
+pub struct HeavyLane {
+    turns: Semaphore,
+}
+
+impl Default for HeavyLane {
+    fn default() -> HeavyLane {
+        HeavyLane {
+            turns: Semaphore::new(HEAVY_LANE_TURNS),
+        }
+    }
+}
+
+impl HeavyLane {
+    /// Waits for a turn, counting the wait when every turn was taken. Either
+    /// way the task goes to the back of the run queue holding its turn, so
+    /// what already waits there runs before this heavy batch.
+    async fn take_turn(&self, stats: &Stats) -> SemaphorePermit<'_> {
+        if let Ok(turn) = self.turns.try_acquire() {
+            tokio::task::yield_now().await;
+            return turn;
+        }
+        stats.count_heavy_lane_wait();
+        self.turns
+            .acquire()
+            .await
+            .expect("the heavy lane is never closed")
+    }
+}
 
 /// Serves one connection until it closes, is killed, or the server stops.
-pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
+/// `lane` is the heavy lane of the worker it runs on.
+pub async fn serve(server: Arc<Server>, lane: Arc<HeavyLane>, socket: TcpStream, addr: SocketAddr) {
     let local = socket.local_addr().unwrap_or(addr);
     let handle = server.clients.register(addr, local, unix_ms());
     if server.is_shutting_down() {
@@ -71,6 +134,10 @@ pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
         decoder: RequestDecoder::new(),
         charged: 0,
         over_soft_limit_since: None,
+        lane: &lane,
+        lane_turn: None,
+        heavy: false,
+        written_since_read: 0,
     }
     .run()
     .await;
@@ -79,6 +146,15 @@ pub async fn serve(server: Arc<Server>, socket: TcpStream, addr: SocketAddr) {
     }
     cmd::unwatch_all(&server, &mut client, unix_ms());
     server.clients.unregister(handle.id);
+}
+
+/// Waits until `socket` has data or its peer closed; `None` if `idle_secs`
+/// (0: no limit) pass first.
+async fn readable_within(socket: &TcpStream, idle_secs: u64) -> Option<std::io::Result<()>> {
+    match idle_secs {
+        0 => Some(socket.readable().await),
+        secs => (tokio::time::timeout(Duration::from_secs(secs), socket.readable()).await).ok(),
+    }
 }
 
 struct Connection<'a> {
@@ -92,6 +168,16 @@ struct Connection<'a> {
     charged: usize,
     /// When the reply backlog went over the soft output limit.
     over_soft_limit_since: Option<std::time::Instant>,
+    /// The heavy lane of this connection's worker.
+    lane: &'a HeavyLane,
+    /// The lane turn held while a heavy batch is read and executed.
+    lane_turn: Option<SemaphorePermit<'a>>,
+    /// Whether the latest read made this connection heavy (see
+    /// [`HEAVY_TRAFFIC_BYTES`]).
+    heavy: bool,
+    /// Reply bytes sent since the latest read, which count towards the
+    /// connection's traffic at the next one.
+    written_since_read: usize,
 }
 
 impl Drop for Connection<'_> {
@@ -106,8 +192,8 @@ impl Drop for Connection<'_> {
 
 /// What the connection loop woke up for.
 enum Woken {
-    /// The socket was read (or the idle timeout passed).
-    Read(Result<std::io::Result<usize>, tokio::time::error::Elapsed>),
+    /// The socket was read (`None`: the idle timeout passed first).
+    Read(std::io::Result<Option<usize>>),
     /// A published message arrived for this subscriber.
     Message(crate::pubsub::Message),
 }
@@ -167,13 +253,23 @@ impl Connection<'_> {
                 0 => self.server.hot.timeout_secs.load(Ordering::Relaxed),
                 _ => 0,
             };
-            let (socket, read_buf) = (&mut self.socket, &mut self.read_buf);
-            let read = async {
-                match timeout {
-                    0 => Ok(socket.read_buf(read_buf).await),
-                    secs => {
-                        tokio::time::timeout(Duration::from_secs(secs), socket.read_buf(read_buf))
-                            .await
+            let (lane, stats, heavy) = (self.lane, &self.server.stats, self.heavy);
+            let (socket, read_buf) = (&self.socket, &mut self.read_buf);
+            let lane_turn = &mut self.lane_turn;
+            // A heavy connection waits for data before it takes a turn, so
+            // a client that sends nothing never holds one.
+            let read = async move {
+                loop {
+                    let Some(readable) = readable_within(socket, timeout).await else {
+                        return Ok(None);
+                    };
+                    readable?;
+                    if heavy {
+                        *lane_turn = Some(lane.take_turn(stats).await);
+                    }
+                    match socket.try_read_buf(read_buf) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => *lane_turn = None,
+                        read => return read.map(Some),
                     }
                 }
             };
@@ -195,15 +291,19 @@ impl Connection<'_> {
                     self.deliver(message).await?;
                     continue;
                 }
-                Woken::Read(Ok(r)) => r?,
-                Woken::Read(Err(_idle)) => {
-                    verbose!("Closing idle client id={}", handle.id);
-                    return Ok(());
-                }
+                Woken::Read(read) => match read? {
+                    Some(n) => n,
+                    None => {
+                        verbose!("Closing idle client id={}", handle.id);
+                        return Ok(());
+                    }
+                },
             };
             if n == 0 {
                 return Ok(());
             }
+            // This read and the replies before it class the batches to come.
+            self.heavy = n + std::mem::take(&mut self.written_since_read) > HEAVY_TRAFFIC_BYTES;
             self.server.stats.count_input(n);
             handle
                 .query_buffer
@@ -342,11 +442,17 @@ impl Connection<'_> {
                     return Ok(Batch::Close);
                 }
             };
+            if self.heavy && self.lane_turn.is_none() {
+                self.lane_turn = Some(self.lane.take_turn(&self.server.stats).await);
+            }
             cmd::execute(self.server, self.client, &args, &mut self.write_buf);
             match self.client.after_reply.take() {
                 Some(AfterReply::Close) => return Ok(Batch::Close),
                 // The reply waits with the connection, as Redis's does.
-                Some(AfterReply::Sleep(pause)) => tokio::time::sleep(pause).await,
+                Some(AfterReply::Sleep(pause)) => {
+                    self.leave_lane();
+                    tokio::time::sleep(pause).await;
+                }
                 Some(AfterReply::Block(blocked)) => {
                     // Replies before the blocking command go out now.
                     self.flush().await?;
@@ -414,7 +520,16 @@ impl Connection<'_> {
         Ok(true)
     }
 
+    /// Gives back this connection's lane turn, if it holds one, before it
+    /// waits for anything but the lane: a client that does not read its
+    /// replies, or a command that waits, must not keep heavy batches of
+    /// other connections from running.
+    fn leave_lane(&mut self) {
+        self.lane_turn = None;
+    }
+
     async fn flush(&mut self) -> std::io::Result<()> {
+        self.leave_lane();
         if self.write_buf.is_empty() {
             return Ok(());
         }
@@ -426,6 +541,7 @@ impl Connection<'_> {
             .store(self.write_buf.len(), Ordering::Relaxed);
         self.socket.write_all(&self.write_buf).await?;
         self.server.stats.count_output(self.write_buf.len());
+        self.written_since_read += self.write_buf.len();
         if self.write_buf.capacity() > self.keep_capacity() {
             self.write_buf = BytesMut::new();
         } else {

@@ -11,7 +11,10 @@
 //! buffer, and sends each batch of replies with one write. There is no
 //! global lock on the command path: commands on different keys proceed in
 //! parallel, commands on the same shard take turns on that shard's lock,
-//! and multi-key commands lock their shards in a fixed order.
+//! and multi-key commands lock their shards in a fixed order. On each
+//! worker, connections moving a lot of data take turns in a heavy lane, so
+//! new and light connections are not served after all of them (see
+//! `connection.rs`).
 //!
 //! Background maintenance (active expiry, eviction ahead of need, the
 //! throughput sampler) runs on a thread of its own at a lower scheduling
@@ -262,6 +265,14 @@ async fn listen(host: &str, port: u16, backlog: u32) -> std::io::Result<TcpListe
     }))
 }
 
+/// Tasks a worker runs between two looks for new connections and socket
+/// events; tokio's default is 61. Under heavy load most of those tasks are
+/// heavy batches, and a new connection waits for two such looks (to be
+/// handed over, then for its first data) before it runs, so this bounds
+/// that wait like the heavy lane bounds the wait to run (see
+/// `connection.rs`). Looking costs one epoll_wait without a timeout.
+const WORKER_EVENT_INTERVAL: u32 = 16;
+
 /// A worker thread: its own event loop, fed new connections by the
 /// acceptor.
 struct Worker {
@@ -274,16 +285,20 @@ impl Worker {
             mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .event_interval(WORKER_EVENT_INTERVAL)
             .build()?;
         std::thread::Builder::new()
             .name(format!("keel-worker-{number}"))
             .spawn(move || {
+                let lane = Arc::new(connection::HeavyLane::default());
                 runtime.block_on(async {
                     let mut tasks = tokio::task::JoinSet::new();
                     while let Some((socket, addr)) = incoming.recv().await {
                         match TcpStream::from_std(socket) {
                             Ok(socket) => {
-                                tasks.spawn(connection::serve(server.clone(), socket, addr));
+                                let serve =
+                                    connection::serve(server.clone(), lane.clone(), socket, addr);
+                                tasks.spawn(serve);
                             }
                             Err(e) => warning!("Registering client connection {addr}: {e}"),
                         }

@@ -47,6 +47,10 @@ pub struct Totals {
     pub net_input_bytes: u64,
     /// Bytes written to clients.
     pub net_output_bytes: u64,
+    /// Batches of heavy connections that waited for their worker's heavy
+    /// lane (see `crate::connection`): how often lighter connections were
+    /// served first.
+    pub heavy_lane_waits: u64,
     /// Commands run.
     pub commands: u64,
     /// Microseconds spent in active expiry passes.
@@ -112,7 +116,7 @@ pub fn every_series(table: &Table) -> impl Iterator<Item = (&'static str, Series
 /// INFO on another thread may read them), so there is no contention.
 struct Local {
     commands: Box<[[AtomicU64; 4]]>,
-    totals: [AtomicU64; 6],
+    totals: [AtomicU64; 7],
     /// Latency histograms, by series index (see [`Stats::series_index`]),
     /// each allocated on its first sample: a thread pays only for the
     /// commands and work it runs.
@@ -125,6 +129,7 @@ const MISSES: usize = 2;
 const ERRORS: usize = 3;
 const NET_IN: usize = 4;
 const NET_OUT: usize = 5;
+const HEAVY_LANE_WAITS: usize = 6;
 
 impl Local {
     fn new(commands: usize) -> Local {
@@ -240,6 +245,12 @@ impl Stats {
         self.local(|l| bump(&l.totals[NET_OUT], bytes as u64));
     }
 
+    /// Records a heavy connection's batch waiting for its worker's heavy
+    /// lane.
+    pub fn count_heavy_lane_wait(&self) {
+        self.local(|l| bump(&l.totals[HEAVY_LANE_WAITS], 1));
+    }
+
     /// Turns command latency tracking on or off (`latency-tracking`).
     pub fn set_latency_tracking(&self, on: bool) {
         self.latency_tracking.store(on, Ordering::Relaxed);
@@ -313,6 +324,7 @@ impl Stats {
             t.error_replies += v(ERRORS);
             t.net_input_bytes += v(NET_IN);
             t.net_output_bytes += v(NET_OUT);
+            t.heavy_lane_waits += v(HEAVY_LANE_WAITS);
             t.commands += local
                 .commands
                 .iter()

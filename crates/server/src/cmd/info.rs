@@ -258,6 +258,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 "backpressure_events",
                 server.client_budget.pause_events().to_string(),
             );
+            put("heavy_lane_waits", t.heavy_lane_waits.to_string());
             put("keyspace_hits", t.keyspace_hits.to_string());
             put("keyspace_misses", t.keyspace_misses.to_string());
             put(
