@@ -58,6 +58,7 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::RandomState;
 
+use crate::access::Access;
 use crate::entry::Entry;
 
 /// The small queue aims at one key in this many, as in the paper.
@@ -151,9 +152,7 @@ impl S3Fifo {
         if self.small_len * SMALL_CAP > live {
             while let Some(item) = self.small.pop_front() {
                 if let Some(entry) = queued(slots, item) {
-                    let access = entry.access();
-                    access.set_s3fifo_state(true, 0, access.s3fifo_freq());
-                    self.small_len -= 1;
+                    self.move_to_main(entry.access());
                     break;
                 }
             }
@@ -205,8 +204,7 @@ impl S3Fifo {
             };
             let access = entry.access();
             if access.s3fifo_freq() > 0 {
-                access.set_s3fifo_state(true, 0, access.s3fifo_freq());
-                self.small_len -= 1;
+                self.move_to_main(access);
                 continue;
             }
             self.remember_ghost(hasher.hash_one(entry.key()), live);
@@ -248,6 +246,13 @@ impl S3Fifo {
             }
         }
         fallback
+    }
+
+    /// Moves a key out of the small queue into the main queue, keeping its
+    /// count: the clock hand will find it there.
+    fn move_to_main(&mut self, access: &Access) {
+        access.set_s3fifo_state(true, 0, access.s3fifo_freq());
+        self.small_len -= 1;
     }
 
     fn remember_ghost(&mut self, hash: u64, live: usize) {
