@@ -20,6 +20,7 @@ pub const PERIOD: Duration = Duration::from_millis(250);
 /// Instantaneous fields: reported as the last value in each second.
 pub const GAUGES: &[&str] = &[
     "used_memory",
+    "used_memory_rss",
     "used_memory_dataset",
     "used_memory_overhead",
     "maxmemory",

@@ -44,6 +44,15 @@ fn server(row: &Row, f: &str) -> Option<f64> {
     row.server.values.get(f).copied()
 }
 
+/// The highest value of a server byte field over the run, in MB; `None`
+/// when the server never reported it.
+fn peak_mb(rows: &[Row], f: &str) -> Option<f64> {
+    rows.iter()
+        .filter_map(|r| server(r, f))
+        .reduce(f64::max)
+        .map(|b| b / 1048576.0)
+}
+
 fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
@@ -307,10 +316,13 @@ pub fn summarize(run: &RunOutput) -> Summary {
     push(
         "used_memory_peak",
         "peak used_memory",
-        rows.iter()
-            .filter_map(|r| server(r, "used_memory_max"))
-            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
-            .map(|b| b / 1048576.0),
+        peak_mb(rows, "used_memory_max"),
+        "MB",
+    );
+    push(
+        "rss_peak",
+        "peak used_memory_rss (last sample of each second)",
+        peak_mb(rows, "used_memory_rss"),
         "MB",
     );
     push(
@@ -322,10 +334,7 @@ pub fn summarize(run: &RunOutput) -> Summary {
     push(
         "clients_mem_peak",
         "peak mem_clients_normal",
-        rows.iter()
-            .filter_map(|r| server(r, "mem_clients_normal"))
-            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
-            .map(|b| b / 1048576.0),
+        peak_mb(rows, "mem_clients_normal"),
         "MB",
     );
     push(
@@ -530,5 +539,17 @@ mod tests {
         assert_eq!(period, Some(5.0));
         let flat: Vec<Row> = (0..10).map(|i| row(i, 99.0, 100.0)).collect();
         assert_eq!(sawtooth(&flat, 10.0).0, 0);
+    }
+
+    #[test]
+    fn peaks_skip_seconds_the_server_did_not_report() {
+        let mut rows: Vec<Row> = (0..4).map(|t| row(t, 0.0, 0.0)).collect();
+        for (r, rss) in rows.iter_mut().zip([Some(3.0), None, Some(5.0), Some(4.0)]) {
+            if let Some(mb) = rss {
+                r.server.values.insert("used_memory_rss", mb * 1048576.0);
+            }
+        }
+        assert_eq!(peak_mb(&rows, "used_memory_rss"), Some(5.0));
+        assert_eq!(peak_mb(&rows, "mem_clients_normal"), None);
     }
 }
