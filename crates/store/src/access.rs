@@ -339,8 +339,8 @@ fn lfu_word(clock: Clock, counter: u32) -> u64 {
 fn initial(config: &AccessConfig, clock: Clock) -> u64 {
     match config.policy() {
         p if p.is_lfu() => lfu_word(clock, LFU_INIT),
-        // Queued by the shard when inserted (`s3fifo.rs`).
-        Policy::AllKeysS3Fifo => s3fifo_word(clock, 0),
+        // Under S3-FIFO too: its state bits start clear, and the shard
+        // queues the key when it is inserted (`s3fifo.rs`).
         _ => clock.micros & ACCESS_TIME,
     }
 }
