@@ -1,10 +1,11 @@
 """Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT."""
 
 import re
+import time
 
 import pytest
 
-from support import OK, PONG, Err, RespMap, Status
+from support import OK, PONG, Err, RespMap, Status, encode_command
 
 ARITY = "ERR wrong number of arguments for '{}' command"
 NOAUTH = Err("NOAUTH Authentication required.")
@@ -249,6 +250,80 @@ def test_reset_restores_connection_state(c):
 
 def test_reset_arity(c):
     assert c.call("RESET", "x") == Err(ARITY.format("reset"))
+
+
+# -- A connection's first requests ------------------------------------------
+# keel serves a new connection's first quick requests on its acceptor and
+# then moves the connection to a worker: whatever the first batch set or left
+# half-read must carry over, and replies must stay in order.
+
+
+def test_first_batch_state_carries_over(connect):
+    c = connect()
+    first = [("SELECT", "3"), ("CLIENT", "SETNAME", "early"), ("SET", "k", "v"), ("GET", "k"),
+             ("INCR", "n"), ("KEYS", "*"), ("INCR", "n")]
+    replies = c.pipeline(first)
+    assert replies[:5] == [OK, OK, OK, b"v", 1]
+    assert sorted(replies[5]) == [b"k", b"n"]
+    assert replies[6] == 2
+    assert c.call("CLIENT", "GETNAME") == b"early"
+    assert c.call("DBSIZE") == 2
+    assert c.call("SELECT", "0") == OK
+    assert c.call("GET", "k") is None
+
+
+def test_first_batch_hello_3_carries_over(connect):
+    c = connect()
+    c.send_raw(encode_command("HELLO", "3") + encode_command("GET", "missing"))
+    assert hello_map(c.read())[b"proto"] == 3
+    assert c.read_exact_bytes(3) == b"_\r\n"
+    c.send("GET", "missing")
+    assert c.read_exact_bytes(3) == b"_\r\n"
+
+
+def test_first_batch_opens_a_transaction(connect):
+    c = connect()
+    assert c.pipeline([("MULTI",), ("INCR", "n"), ("SET", "k", "v")]) == [
+        OK, Status("QUEUED"), Status("QUEUED")]
+    assert c.call("EXEC") == [1, OK]
+
+
+def test_first_request_split_across_reads(connect):
+    c = connect()
+    request = encode_command("SET", "k", "x" * 1000)
+    c.send_raw(request[:20])
+    time.sleep(0.05)
+    c.send_raw(request[20:])
+    assert c.read() == OK
+    assert c.call("STRLEN", "k") == 1000
+
+
+def test_first_request_blocks(connect):
+    c, pusher = connect(), connect()
+    c.send("BLPOP", "list", "5")
+    time.sleep(0.05)
+    assert pusher.call("LPUSH", "list", "x") == 1
+    assert c.read() == [b"list", b"x"]
+
+
+def test_first_request_subscribes(connect):
+    sub, pub = connect(), connect()
+    sub.send("SUBSCRIBE", "news")
+    assert sub.read() == [b"subscribe", b"news", 1]
+    assert pub.call("PUBLISH", "news", "hello") == 1
+    assert sub.read() == [b"message", b"news", b"hello"]
+
+
+def test_first_pipeline_longer_than_one_read_stays_in_order(connect):
+    c = connect()
+    commands = [("ECHO", str(i)) for i in range(5_000)]
+    assert c.pipeline(commands) == [str(i).encode() for i in range(5_000)]
+
+
+def test_first_request_after_auth(auth_server):
+    with auth_server.conn() as c:
+        assert c.pipeline([("GET", "k"), ("AUTH", PASSWORD)]) == [NOAUTH, OK]
+        assert c.call("GET", "k") is None
 
 
 # -- CLIENT ------------------------------------------------------------------

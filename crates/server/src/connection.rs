@@ -10,6 +10,18 @@
 //! Buffers are charged to the client budget (`client_budget.rs`): a read
 //! that would grow them past it waits, which is keel's backpressure.
 //!
+//! A new connection's first requests are served by the acceptor, which
+//! then hands the connection to a worker for good. The acceptor is idle
+//! between connections, so a new client (a health check's PING, an
+//! application reconnecting) gets its first reply at once instead of
+//! waiting for a busy worker to take it in and then to read it. The
+//! acceptor's share is bounded: one read of at most a read chunk, and of
+//! that only quick requests (`cmd::is_quick`: Redis's `fast` commands
+//! that never block); the first other request, and everything after that
+//! first read, runs on the worker. The connection's state (selected
+//! database, protocol, authentication, a MULTI queue, buffered bytes)
+//! moves with it, so the client sees one connection.
+//!
 //! New and light connections are served ahead of heavy ones. A worker runs
 //! its connections from one first-in first-out queue, and a connection's
 //! task joins its back whenever its socket has data: with thousands of
@@ -37,7 +49,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use keel_resp::{Limits, RequestDecoder, Writer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -106,14 +118,58 @@ impl HeavyLane {
     }
 }
 
-/// Serves one connection until it closes, is killed, or the server stops.
-/// `lane` is the heavy lane of the worker it runs on.
-pub async fn serve(server: Arc<Server>, lane: Arc<HeavyLane>, socket: TcpStream, addr: SocketAddr) {
+/// A connection the acceptor has served its first requests on, on its way
+/// to the worker that serves it from now on: the socket and everything
+/// read or decided on it so far.
+pub struct Handover {
+    socket: std::net::TcpStream,
+    client: Client,
+    progress: Progress,
+}
+
+/// What a connection has read and not yet run, and what counts towards its
+/// next read's traffic: the part of a connection that moves with it.
+#[derive(Default)]
+struct Progress {
+    read_buf: BytesMut,
+    decoder: RequestDecoder,
+    /// A request the acceptor decoded but leaves to the worker (not quick).
+    unexecuted: Option<Vec<Bytes>>,
+    /// Reply bytes sent since the latest read, which count towards the
+    /// connection's traffic at the next one.
+    written_since_read: usize,
+}
+
+/// Where a connection is being served.
+#[derive(Clone, Copy)]
+enum Place<'a> {
+    /// The acceptor, for its first read (see the module comment).
+    Acceptor,
+    /// Its worker, with that worker's heavy lane.
+    Worker(&'a HeavyLane),
+}
+
+/// How a connection's loop ended.
+enum Ended {
+    /// The connection is done: closed by either side, killed, or failed.
+    Closed,
+    /// The acceptor is done with it; a worker takes over.
+    HandOver,
+}
+
+/// At the acceptor: registers a new connection and serves its first quick
+/// requests (see the module comment). Returns the connection for a worker,
+/// or `None` if it ended here.
+pub async fn welcome(
+    server: Arc<Server>,
+    mut socket: TcpStream,
+    addr: SocketAddr,
+) -> Option<Handover> {
     let local = socket.local_addr().unwrap_or(addr);
     let handle = server.clients.register(addr, local, unix_ms());
     if server.is_shutting_down() {
         server.clients.unregister(handle.id);
-        return;
+        return None;
     }
     let (authenticated, keepalive) = {
         let config = server.config.read();
@@ -124,28 +180,84 @@ pub async fn serve(server: Arc<Server>, lane: Arc<HeavyLane>, socket: TcpStream,
         let ka = socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive));
         let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&ka);
     }
-    let mut client = Client::new(handle.clone(), authenticated);
-    let result = Connection {
-        server: &server,
-        socket,
-        client: &mut client,
+    let mut client = Client::new(handle, authenticated);
+    let progress = Progress {
         read_buf: BytesMut::with_capacity(READ_CHUNK),
+        ..Progress::default()
+    };
+    let (ended, progress) = run(&server, &mut socket, &mut client, progress, Place::Acceptor).await;
+    match ended.and_then(|ended| match ended {
+        Ended::HandOver => Ok(Some(socket.into_std()?)),
+        Ended::Closed => Ok(None),
+    }) {
+        Ok(Some(socket)) => {
+            return Some(Handover {
+                socket,
+                client,
+                progress,
+            })
+        }
+        Ok(None) => {}
+        Err(e) => verbose!("Client id={} addr={addr} closed: {e}", client.handle.id),
+    }
+    close(&server, &mut client);
+    None
+}
+
+/// On a worker: serves a connection handed over by the acceptor until it
+/// closes, is killed, or the server stops. `lane` is the worker's heavy
+/// lane.
+pub async fn serve(server: Arc<Server>, lane: Arc<HeavyLane>, handover: Handover) {
+    let Handover {
+        socket,
+        mut client,
+        progress,
+    } = handover;
+    let addr = client.handle.addr;
+    let result = match TcpStream::from_std(socket) {
+        Ok(mut socket) => {
+            let place = Place::Worker(&lane);
+            run(&server, &mut socket, &mut client, progress, place)
+                .await
+                .0
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        verbose!("Client id={} addr={addr} closed: {e}", client.handle.id);
+    }
+    close(&server, &mut client);
+}
+
+/// Serves the connection at `place` until it ends there; returns how, and
+/// what it had read and not yet run.
+async fn run(
+    server: &Server,
+    socket: &mut TcpStream,
+    client: &mut Client,
+    progress: Progress,
+    place: Place<'_>,
+) -> (std::io::Result<Ended>, Progress) {
+    let mut connection = Connection {
+        server,
+        socket,
+        client,
+        progress,
         write_buf: BytesMut::new(),
-        decoder: RequestDecoder::new(),
         charged: 0,
         over_soft_limit_since: None,
-        lane: &lane,
+        place,
         lane_turn: None,
         heavy: false,
-        written_since_read: 0,
-    }
-    .run()
-    .await;
-    if let Err(e) = result {
-        verbose!("Client id={} addr={addr} closed: {e}", handle.id);
-    }
-    cmd::unwatch_all(&server, &mut client, unix_ms());
-    server.clients.unregister(handle.id);
+    };
+    let ended = connection.run().await;
+    (ended, std::mem::take(&mut connection.progress))
+}
+
+/// The end of a connection, wherever it was served.
+fn close(server: &Server, client: &mut Client) {
+    cmd::unwatch_all(server, client, unix_ms());
+    server.clients.unregister(client.handle.id);
 }
 
 /// Waits until `socket` has data or its peer closed; `None` if `idle_secs`
@@ -159,25 +271,20 @@ async fn readable_within(socket: &TcpStream, idle_secs: u64) -> Option<std::io::
 
 struct Connection<'a> {
     server: &'a Server,
-    socket: TcpStream,
+    socket: &'a mut TcpStream,
     client: &'a mut Client,
-    read_buf: BytesMut,
+    progress: Progress,
     write_buf: BytesMut,
-    decoder: RequestDecoder,
     /// Bytes this connection has charged to the client budget.
     charged: usize,
     /// When the reply backlog went over the soft output limit.
     over_soft_limit_since: Option<std::time::Instant>,
-    /// The heavy lane of this connection's worker.
-    lane: &'a HeavyLane,
+    place: Place<'a>,
     /// The lane turn held while a heavy batch is read and executed.
     lane_turn: Option<SemaphorePermit<'a>>,
     /// Whether the latest read made this connection heavy (see
     /// [`HEAVY_TRAFFIC_BYTES`]).
     heavy: bool,
-    /// Reply bytes sent since the latest read, which count towards the
-    /// connection's traffic at the next one.
-    written_since_read: usize,
 }
 
 impl Drop for Connection<'_> {
@@ -200,51 +307,59 @@ enum Woken {
 
 /// How a batch of requests ended.
 enum Batch {
-    /// Every complete request ran; read more.
+    /// Every complete request ran (at the acceptor: every one up to the
+    /// first that is not quick); read more.
     Done,
     /// The connection must close once replies are written.
     Close,
 }
 
-impl Connection<'_> {
-    async fn run(mut self) -> std::io::Result<()> {
+impl<'a> Connection<'a> {
+    async fn run(&mut self) -> std::io::Result<Ended> {
         let handle = self.client.handle.clone();
         // One wait for the whole connection: CLIENT KILL and shutdown both
         // end it through this signal.
         let killed = handle.killed();
         tokio::pin!(killed);
         self.recharge();
+        let mut has_read = false;
         loop {
             let batch = self.execute_buffered(killed.as_mut()).await?;
             self.flush().await?;
             if matches!(batch, Batch::Close) || handle.is_killed() {
-                return Ok(());
+                return Ok(Ended::Closed);
             }
-            if self.read_buf.is_empty() && self.read_buf.capacity() > self.keep_capacity() {
-                self.read_buf = BytesMut::with_capacity(READ_CHUNK);
+            if has_read && matches!(self.place, Place::Acceptor) {
+                return Ok(Ended::HandOver);
+            }
+            let keep = self.keep_capacity();
+            let read_buf = &mut self.progress.read_buf;
+            if read_buf.is_empty() && read_buf.capacity() > keep {
+                *read_buf = BytesMut::with_capacity(READ_CHUNK);
                 self.recharge();
             }
+            let (read_buf, decoder) = (&self.progress.read_buf, &self.progress.decoder);
             let budget = &self.server.client_budget;
-            let partial = self.decoder.is_mid_request() || !self.read_buf.is_empty();
+            let partial = decoder.is_mid_request() || !read_buf.is_empty();
             if !partial {
                 budget.release_token(handle.id);
             }
             // Room for what a big argument still needs, or at least a chunk;
             // a buffer that keeps filling up doubles, as a pipeline needs.
-            let spare = self.read_buf.capacity() - self.read_buf.len();
-            let wanted = self.decoder.bytes_wanted().max(READ_CHUNK / 4);
+            let spare = read_buf.capacity() - read_buf.len();
+            let wanted = decoder.bytes_wanted().max(READ_CHUNK / 4);
             if spare < wanted {
-                let growth = wanted.max(self.read_buf.len());
+                let growth = wanted.max(read_buf.len());
                 tokio::select! {
                     biased;
-                    _ = &mut killed => return Ok(()),
+                    _ = &mut killed => return Ok(Ended::Closed),
                     pause = budget.admit(handle.id, growth, partial) => {
                         if let Some(pause) = pause {
                             self.server.stats.record_work(Work::BackpressurePause, pause);
                         }
                     }
                 }
-                self.read_buf.reserve(growth);
+                self.progress.read_buf.reserve(growth);
                 self.recharge();
             }
             // Subscribers wait for messages, not requests: Redis exempts them
@@ -253,8 +368,8 @@ impl Connection<'_> {
                 0 => self.server.hot.timeout_secs.load(Ordering::Relaxed),
                 _ => 0,
             };
-            let (lane, stats, heavy) = (self.lane, &self.server.stats, self.heavy);
-            let (socket, read_buf) = (&self.socket, &mut self.read_buf);
+            let (lane, stats) = (self.heavy_lane(), &self.server.stats);
+            let (socket, read_buf) = (&*self.socket, &mut self.progress.read_buf);
             let lane_turn = &mut self.lane_turn;
             // A heavy connection waits for data before it takes a turn, so
             // a client that sends nothing never holds one.
@@ -264,7 +379,7 @@ impl Connection<'_> {
                         return Ok(None);
                     };
                     readable?;
-                    if heavy {
+                    if let Some(lane) = lane {
                         *lane_turn = Some(lane.take_turn(stats).await);
                     }
                     match socket.try_read_buf(read_buf) {
@@ -282,7 +397,7 @@ impl Connection<'_> {
             };
             let woken = tokio::select! {
                 biased;
-                _ = &mut killed => return Ok(()),
+                _ = &mut killed => return Ok(Ended::Closed),
                 Some(message) = message => Woken::Message(message),
                 r = read => Woken::Read(r),
             };
@@ -295,29 +410,39 @@ impl Connection<'_> {
                     Some(n) => n,
                     None => {
                         verbose!("Closing idle client id={}", handle.id);
-                        return Ok(());
+                        return Ok(Ended::Closed);
                     }
                 },
             };
             if n == 0 {
-                return Ok(());
+                return Ok(Ended::Closed);
             }
+            has_read = true;
             // This read and the replies before it class the batches to come.
-            self.heavy = n + std::mem::take(&mut self.written_since_read) > HEAVY_TRAFFIC_BYTES;
+            let written = std::mem::take(&mut self.progress.written_since_read);
+            self.heavy = n + written > HEAVY_TRAFFIC_BYTES;
             self.server.stats.count_input(n);
-            handle
-                .query_buffer
-                .store(self.read_buf.len(), Ordering::Relaxed);
+            let buffered = self.progress.read_buf.len();
+            handle.query_buffer.store(buffered, Ordering::Relaxed);
             let limit = self.server.hot.query_buffer_limit.load(Ordering::Relaxed);
-            if self.read_buf.len() as u64 > limit {
+            if buffered as u64 > limit {
                 warning!(
-                    "Closing client that reached max query buffer length: id={} addr={} (qbuf={})",
+                    "Closing client that reached max query buffer length: id={} addr={} (qbuf={buffered})",
                     handle.id,
                     handle.addr,
-                    self.read_buf.len()
                 );
-                return Ok(());
+                return Ok(Ended::Closed);
             }
+        }
+    }
+
+    /// The heavy lane this connection's next batch must take a turn in:
+    /// its worker's, if its latest read made it heavy. None at the
+    /// acceptor, which reads only one chunk.
+    fn heavy_lane(&self) -> Option<&'a HeavyLane> {
+        match self.place {
+            Place::Worker(lane) if self.heavy => Some(lane),
+            _ => None,
         }
     }
 
@@ -381,7 +506,8 @@ impl Connection<'_> {
     /// Brings this connection's charge to the client budget up to date
     /// with its buffers.
     fn recharge(&mut self) {
-        let now = self.read_buf.capacity() + self.write_buf.capacity() + CONNECTION_OVERHEAD_BYTES;
+        let read_capacity = self.progress.read_buf.capacity();
+        let now = read_capacity + self.write_buf.capacity() + CONNECTION_OVERHEAD_BYTES;
         self.server.client_budget.recharge(self.charged, now);
         self.charged = now;
     }
@@ -429,7 +555,12 @@ impl Connection<'_> {
                 max_bulk_len,
                 authenticated: self.client.authenticated,
             };
-            let args = match self.decoder.next(&mut self.read_buf, &limits) {
+            let progress = &mut self.progress;
+            let decoded = match progress.unexecuted.take() {
+                Some(args) => Ok(Some(args)),
+                None => progress.decoder.next(&mut progress.read_buf, &limits),
+            };
+            let args = match decoded {
                 Ok(Some(args)) => args,
                 Ok(None) => return Ok(Batch::Done),
                 Err(e) => {
@@ -442,8 +573,13 @@ impl Connection<'_> {
                     return Ok(Batch::Close);
                 }
             };
-            if self.heavy && self.lane_turn.is_none() {
-                self.lane_turn = Some(self.lane.take_turn(&self.server.stats).await);
+            if matches!(self.place, Place::Acceptor) && !cmd::is_quick(&self.server.commands, &args)
+            {
+                self.progress.unexecuted = Some(args);
+                return Ok(Batch::Done);
+            }
+            if let Some(lane) = self.heavy_lane().filter(|_| self.lane_turn.is_none()) {
+                self.lane_turn = Some(lane.take_turn(&self.server.stats).await);
             }
             cmd::execute(self.server, self.client, &args, &mut self.write_buf);
             match self.client.after_reply.take() {
@@ -492,7 +628,7 @@ impl Connection<'_> {
                 outcome = blocked.served() => break Some(Some(outcome)),
                 _ = &mut killed => break Some(None),
                 _ = &mut timeout => break None,
-                read = self.socket.read_buf(&mut self.read_buf) => {
+                read = self.socket.read_buf(&mut self.progress.read_buf) => {
                     if !matches!(read, Ok(n) if n > 0) {
                         break Some(None);
                     }
@@ -541,7 +677,7 @@ impl Connection<'_> {
             .store(self.write_buf.len(), Ordering::Relaxed);
         self.socket.write_all(&self.write_buf).await?;
         self.server.stats.count_output(self.write_buf.len());
-        self.written_since_read += self.write_buf.len();
+        self.progress.written_since_read += self.write_buf.len();
         if self.write_buf.capacity() > self.keep_capacity() {
             self.write_buf = BytesMut::new();
         } else {
@@ -550,7 +686,7 @@ impl Connection<'_> {
         handle.output_buffer.store(0, Ordering::Relaxed);
         handle
             .query_buffer
-            .store(self.read_buf.len(), Ordering::Relaxed);
+            .store(self.progress.read_buf.len(), Ordering::Relaxed);
         self.recharge();
         Ok(())
     }

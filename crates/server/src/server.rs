@@ -2,10 +2,12 @@
 //!
 //! Threading model: thread per core. keel starts `threads` worker threads
 //! (default: one per core), each running its own single-threaded event
-//! loop. The main thread accepts connections and hands each to the next
-//! worker in turn; a connection then lives on that worker for good, so
-//! connections are spread over all cores and no worker ever has to wake
-//! another to share work. A worker runs each command to completion: it
+//! loop. The main thread accepts connections, serves each one's first
+//! quick requests (so a new client is answered without waiting for a busy
+//! worker; see `connection.rs`) and hands it to the next worker in turn; a
+//! connection then lives on that worker for good, so connections are
+//! spread over all cores and no worker ever has to wake another to share
+//! work. A worker runs each command to completion: it
 //! parses the request, locks only the keyspace shards the command touches
 //! (see `keel_store::keyspace`), writes the reply into the connection's
 //! buffer, and sends each batch of replies with one write. There is no
@@ -33,7 +35,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use keel_store::Store;
 use parking_lot::RwLock;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use crate::client::Clients;
@@ -273,16 +275,14 @@ async fn listen(host: &str, port: u16, backlog: u32) -> std::io::Result<TcpListe
 /// `connection.rs`). Looking costs one epoll_wait without a timeout.
 const WORKER_EVENT_INTERVAL: u32 = 16;
 
-/// A worker thread: its own event loop, fed new connections by the
-/// acceptor.
+/// A worker thread: its own event loop, fed connections by the acceptor.
 struct Worker {
-    connections: mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>,
+    connections: mpsc::UnboundedSender<connection::Handover>,
 }
 
 impl Worker {
     fn start(server: Arc<Server>, number: usize) -> std::io::Result<Worker> {
-        let (connections, mut incoming) =
-            mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
+        let (connections, mut incoming) = mpsc::unbounded_channel::<connection::Handover>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .event_interval(WORKER_EVENT_INTERVAL)
@@ -293,15 +293,8 @@ impl Worker {
                 let lane = Arc::new(connection::HeavyLane::default());
                 runtime.block_on(async {
                     let mut tasks = tokio::task::JoinSet::new();
-                    while let Some((socket, addr)) = incoming.recv().await {
-                        match TcpStream::from_std(socket) {
-                            Ok(socket) => {
-                                let serve =
-                                    connection::serve(server.clone(), lane.clone(), socket, addr);
-                                tasks.spawn(serve);
-                            }
-                            Err(e) => warning!("Registering client connection {addr}: {e}"),
-                        }
+                    while let Some(handover) = incoming.recv().await {
+                        tasks.spawn(connection::serve(server.clone(), lane.clone(), handover));
                         // Reap finished connections as we go.
                         while tasks.try_join_next().is_some() {}
                     }
@@ -372,10 +365,12 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Accepts connections on `listener`; each is welcomed (its first quick
+/// requests served) on a task of its own, then handed to the next worker.
 async fn accept_loop(
     server: Arc<Server>,
     listener: TcpListener,
-    workers: Arc<[mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>]>,
+    workers: Arc<[mpsc::UnboundedSender<connection::Handover>]>,
     next_worker: Arc<AtomicUsize>,
 ) {
     let mut shutdown = server.shutdown_signal();
@@ -384,12 +379,20 @@ async fn accept_loop(
             a = listener.accept() => a,
             _ = shutdown.wait_for(|&s| s) => return,
         };
-        match accepted.and_then(|(socket, addr)| Ok((socket.into_std()?, addr))) {
+        match accepted {
             Ok((socket, addr)) => {
                 server.stats.count_connection();
-                let n = next_worker.fetch_add(1, Ordering::Relaxed) % workers.len();
-                // A worker only stops after the acceptors, so it is there.
-                let _ = workers[n].send((socket, addr));
+                let (server, workers) = (server.clone(), workers.clone());
+                let next_worker = next_worker.clone();
+                tokio::spawn(async move {
+                    let Some(handover) = connection::welcome(server, socket, addr).await else {
+                        return;
+                    };
+                    let n = next_worker.fetch_add(1, Ordering::Relaxed) % workers.len();
+                    // Workers stop only once every sender is gone, and this
+                    // task holds one.
+                    let _ = workers[n].send(handover);
+                });
             }
             Err(e) => {
                 // Out of descriptors and the like: keep serving the

@@ -661,6 +661,18 @@ fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error
     }
 }
 
+/// True if `args` is a quick request: a command Redis flags `fast`
+/// (constant or logarithmic time) that never blocks, or one dispatch
+/// refuses (unknown, wrong arity), which costs only its error reply. The
+/// acceptor runs a new connection's quick requests itself (see
+/// `crate::connection`); anything else waits for the connection's worker.
+pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
+    resolve(table, args).map_or(true, |id| {
+        let spec = table.specs[id];
+        spec.has_flag("fast") && !spec.has_flag("blocking")
+    })
+}
+
 /// Runs one command (or queues it inside MULTI) and writes its reply to
 /// `out`.
 pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
@@ -867,6 +879,34 @@ mod tests {
             unknown_command(&with_nul).0,
             "ERR unknown command 'fo', with args beginning with: 'a' "
         );
+    }
+
+    #[test]
+    fn quick_requests_are_fast_and_never_block() {
+        let table = Table::new();
+        let args = |words: &[&str]| -> Vec<Bytes> {
+            words.iter().map(|w| Bytes::from(w.to_string())).collect()
+        };
+        for quick in [
+            &["PING"][..],
+            &["get", "k"],
+            &["HELLO", "3"],
+            &["nosuchcommand"],
+            &["get"],
+        ] {
+            assert!(is_quick(&table, &args(quick)), "{quick:?}");
+        }
+        for slow in [
+            &["KEYS", "*"][..],
+            &["BLPOP", "list", "0"],
+            &["BZPOPMIN", "zset", "0"],
+            &["EXEC"],
+            &["SUBSCRIBE", "channel"],
+            &["DEBUG", "SLEEP", "1"],
+            &["CLIENT", "LIST"],
+        ] {
+            assert!(!is_quick(&table, &args(slow)), "{slow:?}");
+        }
     }
 
     #[test]
