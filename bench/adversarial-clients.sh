@@ -98,7 +98,7 @@ print(f"in-order checker: {checked.value} SET/GET pairs, {order_errors.value} ou
 PY
 probe=$!
 "$bench" -p "$port" --name keel -c "$conns" -P 16 --mix set=1 --keyspace 5000 --value 16384 \
-  --duration "$seconds" --timeout 60 --csv "$out.csv" --quiet | grep -E "throughput|errors|latency p99 |latency max"
+  --duration "$seconds" --timeout 60 --csv "$out.csv" --quiet | grep -E "throughput|errors|^    [a-z]|latency p99 |latency max"
 wait "$probe"
 info=$(redis-cli -p "$port" INFO)
 field() { echo "$info" | tr -d '\r' | awk -F: -v k="$1" '$1 == k {print $2}'; }
