@@ -6,6 +6,7 @@ import random
 import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -475,6 +476,40 @@ def test_sigterm_exits_cleanly(start_server):
     with srv.conn() as conn:
         assert conn.call("SET", "k", "v") == OK
     assert srv.stop() == 0
+
+
+def thread_niceness(pid) -> dict:
+    """Each thread name of process `pid`, with the nice values its threads have."""
+    niceness = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        name = (task / "comm").read_text().strip()
+        # Fields after the parenthesised name start at field 3 (state); nice is field 19.
+        nice = int((task / "stat").read_text().rsplit(")", 1)[1].split()[16])
+        niceness.setdefault(name, set()).add(nice)
+    return niceness
+
+
+@pytest.mark.keel_differs(reason="keel's own threads and their priorities")
+def test_acceptor_ahead_of_workers_and_maintenance_behind(start_server):
+    srv = start_server({"threads": "2", "loglevel": "notice"})
+    with srv.conn() as conn:
+        assert conn.call("PING") == PONG
+    niceness = thread_niceness(srv.proc.pid)
+    workers = niceness["keel-worker-0"] | niceness["keel-worker-1"]
+    assert len(workers) == 1
+    (acceptor,) = niceness["keel-server"]
+    maintenance = "keel-maintenanc"  # thread names are cut to 15 bytes
+    if "Accepting at the workers' priority" in srv.log_tail():
+        # Not allowed to raise a priority: everything runs at the workers'.
+        assert acceptor in workers
+        assert niceness[maintenance] == workers
+    else:
+        assert acceptor < min(workers)
+        # Between its short stretches of work, the maintenance thread is below the workers.
+        deadline = time.monotonic() + 5
+        while max(thread_niceness(srv.proc.pid)[maintenance]) <= min(workers):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
 
 
 def test_startup_directives_are_applied(start_server):

@@ -345,7 +345,18 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         );
         tokio::spawn(crate::metrics::serve(server.clone(), listener));
     }
-    start_maintenance(server.clone())?;
+    // Every other thread has started: none inherits the acceptor's priority.
+    let may_raise_priority = match crate::priority::raise_this_thread_for_accepting() {
+        Ok(()) => true,
+        Err(e) => {
+            notice!(
+                "Accepting at the workers' priority, and background work too: \
+                 raising a thread's priority needs CAP_SYS_NICE or RLIMIT_NICE ({e})"
+            );
+            false
+        }
+    };
+    start_maintenance(server.clone(), may_raise_priority)?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -404,15 +415,16 @@ async fn accept_loop(
     }
 }
 
-/// Starts the maintenance thread with its own event loop.
-fn start_maintenance(server: Arc<Server>) -> std::io::Result<()> {
+/// Starts the maintenance thread with its own event loop, below the
+/// workers' priority if `may_raise_priority` (see `priority.rs`).
+fn start_maintenance(server: Arc<Server>, may_raise_priority: bool) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     std::thread::Builder::new()
         .name("keel-maintenance".into())
         .spawn(move || {
-            crate::priority::lower_this_thread();
+            crate::priority::lower_this_thread(may_raise_priority);
             runtime.block_on(async {
                 tokio::join!(
                     sample_throughput(server.clone()),
