@@ -6,8 +6,8 @@
 //! each. When the workers keep every CPU busy, an acceptor at their
 //! priority gets its fair share only: on 2 cores under 5,000 connections
 //! pipelining large writes, about 40% of a CPU, and while those connections
-//! arrived at once up to 1,017 of them waited unaccepted. Ahead of the
-//! workers, at most 148–528 did, and a new client's first reply no longer
+//! arrived at once up to 765 of them waited unaccepted. Ahead of the
+//! workers, at most 133–418 did, and a new client's first reply no longer
 //! waited more than 10 ms once the burst was over
 //! (`bench/results/2026-11-24-adversarial-clients-acceptor.md`). Its work
 //! per connection is bounded, so it cannot starve the workers. Raising a

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Connection burst: how long a new client waits for its first reply while
+# CONNS connections open at once and pipeline large SETs (the opening
+# seconds of bench/adversarial-clients.sh, probed densely).
+#   - A probe opens a fresh connection every 5 ms for SECONDS and times
+#     connect and PING -> PONG; keel-bench starts 0.3 s after the probe.
+#   - The listening socket's accept queue (connections the kernel has
+#     completed and the server has not yet accepted) is sampled with `ss`
+#     as fast as it runs (every few ms).
+#
+#   bench/connection-burst.sh [CONNS] [SECONDS] [OUT_PREFIX]
+#
+# KEEL_SERVER names the server binary (any keel-server build, or
+# redis-server: the flags are redis.conf directives). Writes OUT_PREFIX.csv
+# (t, connect_ms, ping_ms) and OUT_PREFIX-queue.txt (unix time, queue
+# length), and prints the probes over 5 ms and the longest queue.
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+conns=${1:-5000}
+seconds=${2:-4}
+out=${3:-$root/bench/results/connection-burst-$(date +%Y%m%d-%H%M%S)}
+require_built "$bench" "$keel"
+ulimit -n $((conns * 2 + 1024))
+
+port=$(free_port)
+"$keel" --port "$port" --bind 127.0.0.1 --maxmemory 256mb --maxmemory-policy allkeys-lru >/dev/null 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+wait_port "$port"
+
+python3 - "$port" "$seconds" "$out.csv" <<'PY' &
+import socket, sys, time
+port, seconds, path = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+# Resolve once before timing: the first lookup loads resolver modules.
+socket.create_connection(("127.0.0.1", port)).close()
+rows, start = [], time.time()
+while time.time() - start < seconds:
+    t0 = time.perf_counter()
+    p = socket.create_connection(("127.0.0.1", port))
+    t1 = time.perf_counter()
+    p.sendall(b"PING\r\n")
+    reply = p.recv(16)
+    t2 = time.perf_counter()
+    p.close()
+    assert reply == b"+PONG\r\n", reply
+    rows.append(f"{time.time() - start:.3f},{(t1 - t0) * 1000:.3f},{(t2 - t0) * 1000:.3f}")
+    time.sleep(0.005)
+with open(path, "w") as f:
+    f.write("t,connect_ms,ping_ms\n" + "\n".join(rows) + "\n")
+PY
+probe=$!
+(
+  end=$((SECONDS + ${seconds%.*} + 1))
+  while [ "$SECONDS" -lt "$end" ]; do
+    echo "$(date +%s.%N) $(ss -ltnH "sport = :$port" | awk '{print $2}')"
+  done > "$out-queue.txt"
+) &
+sampler=$!
+sleep 0.3
+timeout $((${seconds%.*} + 5)) "$bench" -p "$port" -c "$conns" -P 16 --mix set=1 --keyspace 5000 \
+  --value 16384 --duration "$(( ${seconds%.*} - 1 ))" --timeout 60 --quiet >/dev/null 2>&1 || true
+wait "$probe" "$sampler"
+python3 - "$out.csv" "$out-queue.txt" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+pings = sorted(float(r["ping_ms"]) for r in rows)
+print(f"{len(rows)} probes: p50 {pings[len(pings) // 2]:.2f} ms, max {pings[-1]:.1f} ms, "
+      f"{sum(p > 5 for p in pings)} over 5 ms, {sum(p > 10 for p in pings)} over 10 ms")
+for r in rows:
+    if float(r["ping_ms"]) > 5:
+        print(f"  t={r['t']} s: connect {r['connect_ms']} ms, PONG after {r['ping_ms']} ms")
+queue = [int(f[1]) for f in (line.split() for line in open(sys.argv[2])) if len(f) > 1]
+print(f"accept queue: {len(queue)} samples, longest {max(queue)}")
+PY
