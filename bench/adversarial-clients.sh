@@ -15,6 +15,8 @@
 # Defaults: 5000 connections, 30 s; keel-server runs with maxmemory 256mb
 # and its default maxmemory-clients (64mb). Writes OUT_PREFIX.csv (the
 # keel-bench timeline) and OUT_PREFIX-probe.csv (time, RSS KB, PING ms).
+# PROBE_REALTIME=1 runs the probe (not the checkers) at real-time priority,
+# as in bench/connection-burst.sh.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -35,7 +37,7 @@ bound_kb=$(( (maxmemory_mb + clients_mb + 64) * 1024 ))
 
 # Probe and in-order checker, beside the load, until the load ends.
 python3 - "$port" "$pid" "$seconds" "$out-probe.csv" <<'PY' &
-import multiprocessing, socket, sys, time
+import multiprocessing, os, socket, sys, time
 port, pid, seconds, path = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
 end = time.time() + seconds + 2
 def rss_kb():
@@ -74,6 +76,8 @@ def checker(n):
 checkers = [multiprocessing.Process(target=checker, args=(n,), daemon=True) for n in range(4)]
 for c in checkers:
     c.start()
+if os.environ.get("PROBE_REALTIME") == "1":
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(20))
 with open(path, "w") as out:
     out.write("t,rss_kb,ping_ms\n")
     start = time.time()

@@ -14,6 +14,12 @@
 # redis-server: the flags are redis.conf directives). Writes OUT_PREFIX.csv
 # (t, connect_ms, ping_ms) and OUT_PREFIX-queue.txt (unix time, queue
 # length), and prints the probes over 5 ms and the longest queue.
+#
+# PROBE_REALTIME=1 runs the probe at real-time priority (SCHED_FIFO 20;
+# needs root). keel-bench keeps every core of a small machine busy in a
+# burst, and a probe at normal priority then waits for a core itself, up
+# to several ms, which it counts as the server's; a health checker on
+# another machine would not.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -30,8 +36,10 @@ trap 'kill "$pid" 2>/dev/null || true' EXIT
 wait_port "$port"
 
 python3 - "$port" "$seconds" "$out.csv" <<'PY' &
-import socket, sys, time
+import os, socket, sys, time
 port, seconds, path = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+if os.environ.get("PROBE_REALTIME") == "1":
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(20))
 # Resolve once before timing: the first lookup loads resolver modules.
 socket.create_connection(("127.0.0.1", port)).close()
 rows, start = [], time.time()
