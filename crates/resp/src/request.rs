@@ -6,7 +6,12 @@
 //! words (what a person types into `nc` or `telnet`). The decoder is a small
 //! state machine that keeps the arguments parsed so far, so a request with a
 //! million arguments, or a 512 MB value arriving in 16 KB reads, is parsed in
-//! one pass. Arguments are split off the read buffer without copying.
+//! one pass. Arguments are split off the read buffer without copying, but
+//! for those of a request the buffer holds only part of: when the decoder
+//! runs out of bytes mid-request it copies them once, so that they do not
+//! keep the whole buffer allocated after the connection has moved on to a
+//! new one, and the connection can count exactly what they hold
+//! ([`RequestDecoder::held_bytes`]).
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -97,6 +102,11 @@ pub struct RequestDecoder {
 struct Partial {
     remaining: usize,
     args: Vec<Bytes>,
+    /// How many of `args`, from the first, are copies of their own rather
+    /// than slices of a read buffer.
+    detached: usize,
+    /// Bytes in `args`.
+    arg_bytes: usize,
     /// Length of the bulk whose header was read but whose payload was not.
     bulk_len: Option<usize>,
 }
@@ -111,6 +121,15 @@ impl RequestDecoder {
     /// request is not complete yet.
     pub fn is_mid_request(&self) -> bool {
         self.partial.is_some()
+    }
+
+    /// Bytes of memory the decoder holds between calls: the arguments of a
+    /// request still arriving, and the list of them. The connection charges
+    /// them to its client's buffers, as Redis counts a client's `argv`.
+    pub fn held_bytes(&self) -> usize {
+        self.partial.as_ref().map_or(0, |p| {
+            p.arg_bytes + p.args.capacity() * std::mem::size_of::<Bytes>()
+        })
     }
 
     /// How many more bytes the request being received needs at least: lets
@@ -180,6 +199,8 @@ impl RequestDecoder {
                 // Trust the count only as far as the bytes already here
                 // could back it: each argument needs at least 4 bytes.
                 args: Vec::with_capacity(count.min(buf.len() / 4 + 1)),
+                detached: 0,
+                arg_bytes: 0,
                 bulk_len: None,
             });
         }
@@ -192,18 +213,30 @@ impl RequestDecoder {
         limits: &Limits,
     ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         let partial = self.partial.as_mut().expect("called mid-request");
-        while partial.remaining > 0 {
-            let len = match partial.bulk_len {
+        if !partial.receive(buf, limits)? {
+            partial.detach();
+            return Ok(None);
+        }
+        Ok(self.partial.take().map(|p| p.args))
+    }
+}
+
+impl Partial {
+    /// Takes the request's remaining arguments off the front of `buf`, as
+    /// far as it holds them; true once they are all here.
+    fn receive(&mut self, buf: &mut BytesMut, limits: &Limits) -> Result<bool, ProtocolError> {
+        while self.remaining > 0 {
+            let len = match self.bulk_len {
                 Some(len) => len,
                 None => {
                     let Some(&first) = buf.first() else {
-                        return Ok(None);
+                        return Ok(false);
                     };
                     if first != b'$' {
                         return Err(ProtocolError::ExpectedDollar(first));
                     }
                     let Some(text) = header_line(buf, ProtocolError::TooBigBulkCount)? else {
-                        return Ok(None);
+                        return Ok(false);
                     };
                     let len = parse_len(text)
                         .filter(|&n| n >= 0 && n as u64 <= limits.max_bulk_len as u64)
@@ -212,21 +245,31 @@ impl RequestDecoder {
                     if len > UNAUTHENTICATED_MAX_BULK_LEN && !limits.authenticated {
                         return Err(ProtocolError::UnauthenticatedBulkLength);
                     }
-                    partial.bulk_len = Some(len);
+                    self.bulk_len = Some(len);
                     len
                 }
             };
             if buf.len() < len + 2 {
-                return Ok(None);
+                return Ok(false);
             }
-            partial.args.push(buf.split_to(len).freeze());
+            self.args.push(buf.split_to(len).freeze());
+            self.arg_bytes += len;
             // Like Redis, the two bytes after the payload are skipped, not
             // checked.
             buf.advance(2);
-            partial.bulk_len = None;
-            partial.remaining -= 1;
+            self.bulk_len = None;
+            self.remaining -= 1;
         }
-        Ok(self.partial.take().map(|p| p.args))
+        Ok(true)
+    }
+
+    /// Copies the arguments still sharing the read buffer into memory of
+    /// their own (see the module comment); each is copied once at most.
+    fn detach(&mut self) {
+        for arg in &mut self.args[self.detached..] {
+            *arg = Bytes::copy_from_slice(arg);
+        }
+        self.detached = self.args.len();
     }
 }
 
@@ -392,6 +435,23 @@ mod tests {
         args.iter()
             .map(|a| Bytes::copy_from_slice(a.as_bytes()))
             .collect()
+    }
+
+    #[test]
+    fn an_incomplete_requests_arguments_are_held_apart_from_the_buffer() {
+        let mut decoder = RequestDecoder::new();
+        let mut buf = BytesMut::with_capacity(64);
+        buf.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nva");
+        assert_eq!(decoder.next(&mut buf, &Limits::default()), Ok(None));
+        let list_bytes = decoder.partial.as_ref().unwrap().args.capacity() * 32;
+        assert_eq!(decoder.held_bytes(), 6 + list_bytes);
+        // Nothing but `buf` refers to its allocation any more: it can take
+        // back the space its consumed front held.
+        assert!(buf.try_reclaim(64 - buf.len()));
+        buf.extend_from_slice(b"lue\r\n");
+        let args = decoder.next(&mut buf, &Limits::default()).unwrap();
+        assert_eq!(args, Some(words(&["SET", "key", "value"])));
+        assert_eq!(decoder.held_bytes(), 0);
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! buffers a budget of their own, `maxmemory-clients`, and never evicts a
 //! key for them.
 //!
-//! Every connection charges its buffers (query and reply buffers, plus a
-//! fixed cost for its other state) to the budget. A connection that needs
+//! Every connection charges its buffers (the whole allocation its query
+//! buffer lives in, the arguments of a request still arriving, its reply
+//! buffer, plus a fixed cost for its other state) to the budget. A connection that needs
 //! more buffer space to read while the budget is full does not read: it
 //! pauses, and what its client keeps sending waits in the client's socket
 //! and kernel (TCP flow control), not in keel's memory. Nothing is dropped
@@ -36,8 +37,9 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// Bytes charged for a connection beyond its buffers: its task, socket,
-/// decoder and client records.
-pub const CONNECTION_OVERHEAD_BYTES: usize = 1024;
+/// decoder and client records. Measured: 5,000 idle connections added
+/// 7,259 bytes each to used_memory, 4,096 of them the read buffer.
+pub const CONNECTION_OVERHEAD_BYTES: usize = 3 * 1024;
 
 /// Freed bytes per paused connection woken: a typical read's growth.
 const RESUME_GRANULE_BYTES: usize = 4 * 1024;
