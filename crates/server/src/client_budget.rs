@@ -8,13 +8,13 @@
 //!
 //! Every connection charges its buffers (the whole allocation its query
 //! buffer lives in, the arguments of a request still arriving, its reply
-//! buffer, plus a fixed cost for its other state) to the budget. A connection that needs
-//! more buffer space to read while the budget is full does not read: it
-//! pauses, and what its client keeps sending waits in the client's socket
-//! and kernel (TCP flow control), not in keel's memory. Nothing is dropped
-//! and replies stay in order, because a paused connection simply reads
-//! later. Paused connections resume when buffer memory is released (replies
-//! written, requests executed).
+//! buffer, plus a fixed cost for its other state) to the budget. A
+//! connection that needs more buffer space to read while the budget is
+//! full does not read: it pauses, and what its client keeps sending waits
+//! in the client's socket and kernel (TCP flow control), not in keel's
+//! memory. Nothing is dropped and replies stay in order, because a paused
+//! connection simply reads later. Paused connections resume when buffer
+//! memory is released (replies written, requests executed).
 //!
 //! A release wakes about as many paused connections as the freed bytes can
 //! admit, longest-waiting first, and each one admitted wakes the next while

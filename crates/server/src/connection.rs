@@ -136,7 +136,7 @@ struct Progress {
     /// budget is charged for it. `read_buf.capacity()` leaves out the bytes
     /// already consumed from its front, which stay allocated until the
     /// space is reclaimed: with 5,000 connections pipelining 16 KB writes,
-    /// charging that left 140 MB of read buffers outside the budget.
+    /// charging that left some 140 MB outside the budget.
     read_allocation: usize,
     decoder: RequestDecoder,
     /// A request the acceptor decoded but leaves to the worker (not quick).
