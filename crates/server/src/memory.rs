@@ -68,3 +68,22 @@ pub fn cpu_seconds() -> (f64, f64) {
     };
     (ticks(11) / TICKS_PER_SECOND, ticks(12) / TICKS_PER_SECOND)
 }
+
+#[cfg(test)]
+mod tests {
+    use keel_store::size_class::allocated;
+
+    /// The store counts each allocation by the size class it computes;
+    /// this checks those against the allocator keel-server runs with.
+    #[test]
+    fn the_stores_size_classes_are_jemallocs() {
+        let sizes = (1..=4096).chain((4097..=1 << 21).step_by(997));
+        for requested in sizes {
+            let block = Vec::<u8>::with_capacity(requested);
+            // SAFETY: the pointer is a live allocation of jemalloc's, the
+            // global allocator of this crate.
+            let usable = unsafe { tikv_jemallocator::usable_size(block.as_ptr()) };
+            assert_eq!(allocated(requested), usable, "request of {requested}");
+        }
+    }
+}

@@ -40,6 +40,7 @@ use std::fmt;
 use std::ptr::{self, NonNull};
 
 use crate::access::Access;
+use crate::size_class::allocated;
 use crate::value::{Str, StrRef, Value, ValueRef};
 
 /// Offset of the flags byte, after the access word.
@@ -437,15 +438,15 @@ impl Entry {
         self.expire_at_ms().is_some_and(|at| at <= now_ms)
     }
 
-    /// Heap bytes this entry owns: its block and, for a boxed value, the
-    /// value and what it holds.
+    /// Heap bytes this entry owns, as allocated: its block and, for a
+    /// boxed value, the value and what it holds.
     pub fn heap_bytes(&self) -> usize {
         let shape = self.shape();
         let boxed = match shape.kind() {
-            KIND_BOXED => std::mem::size_of::<Value>() + self.value().heap_bytes(),
+            KIND_BOXED => allocated(std::mem::size_of::<Value>()) + self.value().heap_bytes(),
             _ => 0,
         };
-        shape.size() + boxed
+        allocated(shape.size()) + boxed
     }
 
     /// The value, owned; an inline string becomes a [`Str`] again.
@@ -509,9 +510,11 @@ mod tests {
     fn small_string_key_fits_one_size_class() {
         let key = b"key:0000001";
         let plain = Entry::new(key, string(&[b'v'; 64]), None, access());
-        assert_eq!(plain.heap_bytes(), 8 + 1 + 1 + 1 + 11 + 64);
+        assert_eq!(plain.shape().size(), 8 + 1 + 1 + 1 + 11 + 64);
+        assert_eq!(plain.heap_bytes(), 96);
         let with_ttl = Entry::new(key, string(&[b'v'; 64]), Some(1), access());
-        assert_eq!(with_ttl.heap_bytes(), plain.heap_bytes() + 8);
+        assert_eq!(with_ttl.shape().size(), plain.shape().size() + 8);
+        assert_eq!(with_ttl.heap_bytes(), 96);
         assert_eq!(std::mem::size_of::<Option<Entry>>(), 8);
     }
 
@@ -565,9 +568,13 @@ mod tests {
         hash.set(b"f", b"v", &Limits::default());
         for value in [string(b"abc"), string(b"7"), Value::Hash(hash)] {
             let mut entry = Entry::new(b"key", value.clone(), None, access());
-            let plain = entry.heap_bytes();
+            let (plain, block) = (entry.heap_bytes(), entry.shape().size());
             entry.set_expire_at_ms(Some(10));
-            assert_eq!(entry.heap_bytes(), plain + 8);
+            assert_eq!(entry.shape().size(), block + 8);
+            assert_eq!(
+                entry.heap_bytes(),
+                plain - allocated(block) + allocated(block + 8)
+            );
             entry.set_expire_at_ms(Some(20));
             assert_eq!(entry.expire_at_ms(), Some(20));
             entry.set_expire_at_ms(None);

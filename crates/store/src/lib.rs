@@ -15,6 +15,8 @@
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
 //!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
 //! - [`pattern`]: Redis glob matching.
+//! - [`size_class`]: what an allocation really takes, which the accounting
+//!   counts.
 
 pub mod access;
 mod entry;
@@ -25,6 +27,7 @@ pub mod pattern;
 mod runs;
 mod s3fifo;
 pub mod shard;
+pub mod size_class;
 pub mod types;
 pub mod value;
 

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use crate::size_class::allocated;
 use crate::types::{Hash, List, Set, ZSet};
 
 /// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
@@ -157,8 +158,8 @@ impl<'a> StrRef<'a> {
     pub fn heap_bytes(self) -> usize {
         match self {
             StrRef::Int(_) => 0,
-            StrRef::Fixed(b) => b.len(),
-            StrRef::Growable(v) => v.capacity(),
+            StrRef::Fixed(b) => allocated(b.len()),
+            StrRef::Growable(v) => allocated(v.capacity()),
         }
     }
 
@@ -286,9 +287,9 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(s) => s.heap_bytes(),
             ValueRef::Hash(h) => h.heap_bytes(),
-            ValueRef::Set(s) => std::mem::size_of::<Set>() + s.heap_bytes(),
+            ValueRef::Set(s) => allocated(std::mem::size_of::<Set>()) + s.heap_bytes(),
             ValueRef::List(l) => l.heap_bytes(),
-            ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
+            ValueRef::ZSet(z) => allocated(std::mem::size_of::<ZSet>()) + z.heap_bytes(),
         }
     }
 

@@ -725,12 +725,16 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
 }
 
 /// What a write may add to the dataset, for [`Server::make_room`]: its
-/// arguments (keys, values, members), a new key's metadata, and the growth
-/// of the tables that may hold it. A collection changing encoding can add
-/// more; the room is checked again when the write is done.
+/// arguments (keys, values, members) as allocated (the allocator rounds a
+/// request up by at most a quarter, see `keel_store::size_class`), a new
+/// key's metadata, and the growth of the tables that may hold it. A
+/// collection changing encoding can add more; the room is checked again
+/// when the write is done.
 fn bytes_a_write_may_add(server: &Server, args: &[Bytes]) -> usize {
     const NEW_KEY_METADATA_BYTES: usize = 128;
-    args.iter().map(|a| a.len()).sum::<usize>()
+    let argument_bytes: usize = args.iter().map(|a| a.len()).sum();
+    argument_bytes
+        + argument_bytes / 4
         + NEW_KEY_METADATA_BYTES
         + server.store.largest_table_growth()
 }

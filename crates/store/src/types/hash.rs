@@ -8,6 +8,7 @@
 use rand::Rng;
 
 use super::{Limits, Listpack, Table};
+use crate::size_class::allocated;
 
 /// One field and its value in a large hash.
 type Pair = (Box<[u8]>, Box<[u8]>);
@@ -44,8 +45,8 @@ impl Hash {
     /// Heap bytes owned.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            Hash::Pack(p) => p.heap_bytes(),
-            Hash::Table(t) => std::mem::size_of::<Table<Pair>>() + t.heap_bytes(),
+            Hash::Pack(p) => allocated(p.heap_bytes()),
+            Hash::Table(t) => allocated(std::mem::size_of::<Table<Pair>>()) + t.heap_bytes(),
         }
     }
 

@@ -28,6 +28,7 @@
 use std::collections::VecDeque;
 
 use super::{Limits, Listpack};
+use crate::size_class::allocated;
 
 /// An end of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +48,7 @@ pub enum List {
     Deque(Box<Deque>),
 }
 
-/// The large encoding: elements and the sum of their lengths.
+/// The large encoding: elements and the bytes allocated for them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Deque {
     items: VecDeque<Box<[u8]>>,
@@ -56,8 +57,8 @@ pub struct Deque {
 
 impl Deque {
     fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Deque>()
-            + self.items.capacity() * std::mem::size_of::<Box<[u8]>>()
+        allocated(std::mem::size_of::<Deque>())
+            + allocated(self.items.capacity() * std::mem::size_of::<Box<[u8]>>())
             + self.element_bytes
     }
 
@@ -66,7 +67,7 @@ impl Deque {
             End::Left => self.items.pop_front(),
             End::Right => self.items.pop_back(),
         }?;
-        self.element_bytes -= element.len();
+        self.element_bytes -= allocated(element.len());
         // Give memory back as a queue drains, without reallocating on
         // every pop.
         if self.items.len() < self.items.capacity() / 4 {
@@ -113,7 +114,7 @@ impl List {
     /// Heap bytes owned.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            List::Pack(p) => p.heap_bytes(),
+            List::Pack(p) => allocated(p.heap_bytes()),
             List::Deque(d) => d.heap_bytes(),
         }
     }
@@ -164,7 +165,7 @@ impl List {
                 p.splice(at, 0, &[element]);
             }
             List::Deque(d) => {
-                d.element_bytes += element.len();
+                d.element_bytes += allocated(element.len());
                 match end {
                     End::Left => d.items.push_front(element.into()),
                     End::Right => d.items.push_back(element.into()),
@@ -202,7 +203,7 @@ impl List {
             List::Pack(p) => p.splice(index, 1, &[element]),
             List::Deque(d) => {
                 let old = std::mem::replace(&mut d.items[index], element.into());
-                d.element_bytes = d.element_bytes - old.len() + element.len();
+                d.element_bytes = d.element_bytes - allocated(old.len()) + allocated(element.len());
             }
         }
         self.settle(limits);
@@ -214,7 +215,7 @@ impl List {
         match self {
             List::Pack(p) => p.splice(index, 0, &[element]),
             List::Deque(d) => {
-                d.element_bytes += element.len();
+                d.element_bytes += allocated(element.len());
                 d.items.insert(index, element.into());
             }
         }
@@ -243,7 +244,7 @@ impl List {
                     let kept = keep(index, e);
                     index += 1;
                     if !kept {
-                        removed_bytes += e.len();
+                        removed_bytes += allocated(e.len());
                     }
                     kept
                 });
@@ -262,14 +263,15 @@ impl List {
         match self {
             List::Pack(p) if !limits.list_fits(p.len(), p.heap_bytes()) => {
                 let items: VecDeque<Box<[u8]>> = p.iter().map(Box::from).collect();
-                let element_bytes = items.iter().map(|e| e.len()).sum();
+                let element_bytes = items.iter().map(|e| allocated(e.len())).sum();
                 *self = List::Deque(Box::new(Deque {
                     items,
                     element_bytes,
                 }));
             }
             List::Deque(d) => {
-                // At most 3 bytes of length per element and of count.
+                // The elements' allocations are at least their lengths;
+                // at most 3 bytes of length per element and of count.
                 let bound = d.element_bytes + 3 * d.items.len() + 3;
                 if limits.list_fits(2 * d.items.len(), 2 * bound) {
                     let elements: Vec<&[u8]> = d.items.iter().map(|e| &**e).collect();
@@ -345,7 +347,7 @@ mod tests {
                     }
                     assert_eq!(list.len(), model.len());
                     if let List::Deque(d) = &list {
-                        let recount: usize = d.items.iter().map(|e| e.len()).sum();
+                        let recount: usize = d.items.iter().map(|e| allocated(e.len())).sum();
                         assert_eq!(d.element_bytes, recount);
                     }
                     compact |= list.is_compact() && list.len() > 1;

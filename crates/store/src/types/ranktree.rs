@@ -17,6 +17,7 @@
 //! insert/remove are split/merge, which keep the size counts right without
 //! the span bookkeeping.
 
+use crate::size_class::allocated;
 use std::cmp::Ordering;
 
 const NIL: u32 = u32::MAX;
@@ -79,8 +80,8 @@ impl RankTree {
 
     /// Heap bytes owned: the node vector, the free list and the members.
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.free.capacity() * std::mem::size_of::<u32>()
+        allocated(self.nodes.capacity() * std::mem::size_of::<Node>())
+            + allocated(self.free.capacity() * std::mem::size_of::<u32>())
             + self.member_bytes
     }
 
@@ -145,7 +146,7 @@ impl RankTree {
         self.seed ^= self.seed << 13;
         self.seed ^= self.seed >> 17;
         self.seed ^= self.seed << 5;
-        self.member_bytes += member.len();
+        self.member_bytes += allocated(member.len());
         let (left, right) = self.split(self.root, &|s, m| {
             compare((s, m), (score, &member)) == Ordering::Less
         });
@@ -181,7 +182,7 @@ impl RankTree {
             return false;
         }
         let node = &mut self.nodes[found as usize];
-        self.member_bytes -= node.member.len();
+        self.member_bytes -= allocated(node.member.len());
         node.member = Box::default();
         if self.root == NIL {
             // Nothing left: drop the vector rather than keep a free list.

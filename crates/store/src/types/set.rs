@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use rand::Rng;
 
 use super::{IntSet, Limits, Listpack, Table};
+use crate::size_class::allocated;
 use crate::value::parse_canonical_i64;
 
 /// A set value in one of its encodings.
@@ -52,9 +53,9 @@ impl Set {
     /// Heap bytes owned.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            Set::Ints(s) => s.heap_bytes(),
-            Set::Pack(p) => p.heap_bytes(),
-            Set::Table(t) => std::mem::size_of::<Table<Box<[u8]>>>() + t.heap_bytes(),
+            Set::Ints(s) => allocated(s.heap_bytes()),
+            Set::Pack(p) => allocated(p.heap_bytes()),
+            Set::Table(t) => allocated(std::mem::size_of::<Table<Box<[u8]>>>()) + t.heap_bytes(),
         }
     }
 

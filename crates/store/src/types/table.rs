@@ -14,6 +14,7 @@
 
 use std::hash::BuildHasher;
 
+use crate::size_class::allocated;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rand::Rng;
@@ -33,7 +34,7 @@ impl Member for Box<[u8]> {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.len()
+        allocated(self.len())
     }
 }
 
@@ -44,7 +45,7 @@ impl Member for (Box<[u8]>, Box<[u8]>) {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.0.len() + self.1.len()
+        allocated(self.0.len()) + allocated(self.1.len())
     }
 }
 
@@ -55,7 +56,7 @@ impl Member for (Box<[u8]>, f64) {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.0.len()
+        allocated(self.0.len())
     }
 }
 
@@ -102,9 +103,9 @@ impl<T: Member> Table<T> {
     /// bytes, all tracked as they change.
     pub fn heap_bytes(&self) -> usize {
         self.member_bytes
-            + self.slots.capacity() * std::mem::size_of::<Option<T>>()
-            + self.free.capacity() * std::mem::size_of::<u32>()
-            + self.index.allocation_size()
+            + allocated(self.slots.capacity() * std::mem::size_of::<Option<T>>())
+            + allocated(self.free.capacity() * std::mem::size_of::<u32>())
+            + allocated(self.index.allocation_size())
     }
 
     fn find(&self, key: &[u8]) -> Option<u32> {
@@ -267,7 +268,7 @@ mod tests {
             }
             assert_eq!(table.len(), model.len());
         }
-        let recount: usize = table.iter().map(|m| m.len()).sum();
+        let recount: usize = table.iter().map(|m| allocated(m.len())).sum();
         assert_eq!(table.member_bytes, recount);
         let mut seen = std::collections::HashSet::new();
         let mut cursor = 0;
@@ -284,6 +285,6 @@ mod tests {
             assert!(model.remove(&m));
         }
         assert!(model.is_empty());
-        assert_eq!(table.heap_bytes(), table.index.allocation_size());
+        assert_eq!(table.heap_bytes(), allocated(table.index.allocation_size()));
     }
 }

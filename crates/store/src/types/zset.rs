@@ -15,6 +15,7 @@ use std::borrow::Cow;
 
 use super::ranktree::{compare, RankTree};
 use super::{Limits, Listpack, Table};
+use crate::size_class::allocated;
 
 /// A member and its score in the table of a large sorted set.
 type Scored = (Box<[u8]>, f64);
@@ -94,9 +95,11 @@ impl ZSet {
     /// Heap bytes owned.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            ZSet::Pack(p) => p.heap_bytes(),
+            ZSet::Pack(p) => allocated(p.heap_bytes()),
             ZSet::Tree(t) => {
-                std::mem::size_of::<Sorted>() + t.scores.heap_bytes() + t.order.heap_bytes()
+                allocated(std::mem::size_of::<Sorted>())
+                    + t.scores.heap_bytes()
+                    + t.order.heap_bytes()
             }
         }
     }
