@@ -17,8 +17,14 @@
 //!
 //! Removal leaves a tombstone unless the next bucket is empty (then no
 //! probe sequence runs through the bucket and it simply empties). Growth
-//! counts tombstones as load, so a table with many of them is rebuilt at
-//! the same size, and the index never fills up.
+//! counts tombstones as load, so the index never fills up: past 3/4 load
+//! the table is rebuilt without its tombstones, at the same size if that
+//! leaves it at most half full, else at twice the size. Either way a
+//! quarter of the table is free after a rebuild, so the next one is a
+//! quarter of a table's inserts and removals away and its cost is
+//! amortised. (Rebuilding at the same size whenever the keys alone fit
+//! under 3/4 would, with the keys just under it, rebuild every few writes
+//! under eviction churn: a full cache's p99 went from 2.7 to 8 ms.)
 
 /// Slots an index can refer to: slot numbers 0 to `MAX_SLOTS - 1`, whose
 /// encoding (slot + 1) is never 0 (empty) or all ones (a tombstone's).
@@ -78,7 +84,7 @@ impl SlotIndex {
     /// the bucket array if it must be rebuilt first, else nothing.
     pub(crate) fn growth_of_next_insert(&self) -> usize {
         if (self.live + self.tombstones + 1) * 4 > self.buckets.len() * 3 {
-            (buckets_for(self.live + 1) * BUCKET_BYTES).saturating_sub(self.bytes())
+            (self.buckets_to_rebuild_for(self.live + 1) * BUCKET_BYTES).saturating_sub(self.bytes())
         } else {
             0
         }
@@ -115,10 +121,21 @@ impl SlotIndex {
     pub(crate) fn insert(&mut self, hash: u64, slot: u32, rehash: impl Fn(u32) -> u64) {
         debug_assert!((slot as usize) < MAX_SLOTS);
         if (self.live + self.tombstones + 1) * 4 > self.buckets.len() * 3 {
-            self.rebuild(buckets_for(self.live + 1), rehash);
+            self.rebuild(self.buckets_to_rebuild_for(self.live + 1), rehash);
         }
         self.place(bucket(hash, slot), hash);
         self.live += 1;
+    }
+
+    /// The size of a rebuild that makes room for `keys` keys: the same if
+    /// they fill at most half of it, else the next that they fill at most
+    /// 3/4 of (see the module comment).
+    fn buckets_to_rebuild_for(&self, keys: usize) -> usize {
+        if keys * 2 <= self.buckets.len() {
+            self.buckets.len()
+        } else {
+            buckets_for(keys).max(self.buckets.len() * 2)
+        }
     }
 
     /// Writes `entry` in the first free bucket of `hash`'s probe sequence.
@@ -215,6 +232,36 @@ mod tests {
                 index.shrink(|slot| hash_of(slot_key[&slot]));
             }
         }
+    }
+
+    #[test]
+    fn rebuilds_stay_amortised_under_churn_just_below_the_load_limit() {
+        let hash = |key: u64| key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut index = SlotIndex::default();
+        // 48,400 keys in 65,536 buckets, 752 short of the 3/4 limit: a
+        // shard's index in a full eviction-storm run.
+        let keys = 48_400u64;
+        for key in 0..keys {
+            index.insert(hash(key), key as u32, |slot| hash(u64::from(slot)));
+        }
+        assert_eq!(index.buckets.len(), 65_536);
+        // Evict the oldest key, insert a new one, as a full cache does; a
+        // key's slot is its number, so a rebuild's rehash needs no map.
+        let rehashed = std::cell::Cell::new(0);
+        let writes = 50_000;
+        for key in keys..keys + writes {
+            let oldest = key - keys;
+            index.remove(hash(oldest), oldest as u32);
+            index.insert(hash(key), key as u32, |slot| {
+                rehashed.set(rehashed.get() + 1);
+                hash(u64::from(slot))
+            });
+        }
+        assert!(
+            rehashed.get() <= 2 * writes,
+            "{} keys rehashed for {writes} writes",
+            rehashed.get()
+        );
     }
 
     #[test]
