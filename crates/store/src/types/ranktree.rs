@@ -17,8 +17,9 @@
 //! insert/remove are split/merge, which keep the size counts right without
 //! the span bookkeeping.
 
-use crate::size_class::allocated;
 use std::cmp::Ordering;
+
+use crate::size_class::allocated;
 
 const NIL: u32 = u32::MAX;
 

@@ -14,10 +14,11 @@
 
 use std::hash::BuildHasher;
 
-use crate::size_class::allocated;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rand::Rng;
+
+use crate::size_class::allocated;
 
 /// What a table stores: something keyed by bytes that knows its heap size.
 pub trait Member {
