@@ -525,3 +525,31 @@ async fn sample_throughput(server: Arc<Server>) {
         crate::memory::sample();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of this process's descriptor table, as Linux reports it.
+    fn descriptor_table_size() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn the_descriptor_table_is_grown_ahead() {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes only the struct it is given.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        presize_descriptor_table(&socket).unwrap();
+        assert!(descriptor_table_size() >= limit.rlim_cur.min(PRESIZED_DESCRIPTORS));
+    }
+}
