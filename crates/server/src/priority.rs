@@ -1,5 +1,6 @@
 //! Scheduling priorities of keel's threads: the acceptor above the
-//! workers, background maintenance below them.
+//! workers (and, where allowed, above every ordinary thread), background
+//! maintenance below them.
 //!
 //! The acceptor (the main thread) takes in new connections and serves their
 //! first quick requests (see `connection.rs`), a few tens of microseconds
@@ -19,16 +20,23 @@
 //! threads: the scheduler first shares a core between groups of tasks (a
 //! session's autogroup, a service's cgroup), and a load generator, a
 //! kernel thread handling packets or another service may hold the core
-//! the acceptor is woken on. Linux then lets what runs finish its time
-//! slice, and a new client's PING waited up to 12 ms for that under the
-//! adversarial load. So the acceptor also asks for the shortest slice
-//! Linux grants (0.1 ms; the default is a few ms): since Linux 6.12 a
-//! woken task with a shorter slice than the running one's preempts it.
-//! Short slices buy latency, not CPU: the acceptor's share is unchanged.
-//! The server's part of a fresh PING under that load fell from a p99 of
-//! 1.4–3.1 ms (worst 12.3 ms) to 0.2–0.6 ms (worst 4.0 ms)
-//! (`bench/results/2026-11-25-adversarial-clients-acceptor-slice.md`).
-//! Asking needs no privilege; older kernels ignore it.
+//! the acceptor is woken on. Linux lets that task finish its time slice
+//! first: traced under the adversarial load, a new client's PING waited
+//! 4–11 ms while another process's thread held the acceptor's core. So,
+//! where it is allowed (root, CAP_SYS_NICE, or an RLIMIT_RTPRIO of at
+//! least 1), the acceptor runs at the lowest real-time priority, which
+//! preempts every ordinary thread on the machine the moment it is woken;
+//! then no connection waited in the accept queue during a burst of 5,000,
+//! and the server's part of a fresh PING stayed within 4 ms under the
+//! adversarial load
+//! (`bench/results/2026-11-25-adversarial-clients-acceptor-scheduling.md`).
+//! That is safe only because the acceptor's work per connection is
+//! bounded; Linux also keeps 5% of every second for ordinary threads
+//! whatever real-time threads do. Where real time is refused, the acceptor
+//! asks for the shortest time slice Linux grants (0.1 ms, no privilege
+//! needed): since Linux 6.12 a woken task with a shorter slice than the
+//! running one's preempts it, which buys latency, not CPU. Either way the
+//! setting is reset in threads the acceptor starts.
 //!
 //! Background work (active expiry, eviction ahead of need) runs on one
 //! thread whose nice value is above the workers', so that when the CPUs are
@@ -54,22 +62,48 @@ const MAINTENANCE_NICENESS: i32 = 10;
 /// value below theirs).
 const ACCEPTOR_NICENESS: i32 = -10;
 
-/// The time slice the acceptor asks for: the shortest Linux grants.
+/// The time slice the acceptor asks for where real time is refused: the
+/// shortest Linux grants.
 const ACCEPTOR_SLICE_NS: u64 = 100_000;
 
 /// Asks for the scheduler's default time slice.
 const DEFAULT_SLICE: u64 = 0;
 
-/// Puts the calling thread (the acceptor) ahead of the workers, with a
-/// short time slice; an error if the system refuses the priority, and then
-/// the thread keeps the workers' priority and still gets the short slice.
-/// Threads started afterwards inherit both, so call it once the workers
-/// have started.
-pub fn raise_this_thread_for_accepting() -> std::io::Result<()> {
-    set_this_threads_scheduling(ACCEPTOR_NICENESS, ACCEPTOR_SLICE_NS).inspect_err(|_| {
-        // Allowed without privilege: the workers' priority is the thread's own.
-        let _ = set_this_threads_scheduling(0, ACCEPTOR_SLICE_NS);
+/// The acceptor's real-time priority: the lowest, below any real-time
+/// thread the machine's own services rely on.
+const ACCEPTOR_REAL_TIME_PRIORITY: u32 = 1;
+
+/// What the system allowed the acceptor, for the start-up log.
+pub struct AcceptorPriority {
+    /// Real-time scheduling, ahead of every ordinary thread.
+    pub real_time: std::io::Result<()>,
+    /// A nice value above the workers'. The same privilege lets the
+    /// maintenance thread come back up to the workers' priority.
+    pub above_workers: std::io::Result<()>,
+}
+
+/// Puts the calling thread (the acceptor) ahead of the workers, and at
+/// real-time priority if allowed, or else with a short time slice. Threads
+/// it starts afterwards do not inherit any of it.
+pub fn raise_this_thread_for_accepting() -> AcceptorPriority {
+    let above_workers = set_this_threads_scheduling(Scheduling::Ordinary {
+        niceness: ACCEPTOR_NICENESS,
+        slice_ns: ACCEPTOR_SLICE_NS,
     })
+    .inspect_err(|_| {
+        // Allowed without privilege: the workers' priority is the thread's own.
+        let _ = set_this_threads_scheduling(Scheduling::Ordinary {
+            niceness: 0,
+            slice_ns: ACCEPTOR_SLICE_NS,
+        });
+    });
+    let real_time = set_this_threads_scheduling(Scheduling::RealTime {
+        priority: ACCEPTOR_REAL_TIME_PRIORITY,
+    });
+    AcceptorPriority {
+        real_time,
+        above_workers,
+    }
 }
 
 thread_local! {
@@ -78,21 +112,17 @@ thread_local! {
     static BELOW_WORKERS: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Puts the calling thread (the maintenance thread, started by the
-/// acceptor) at the maintenance priority if `may_raise_priority`, and back
-/// to the default time slice. Without that privilege it could never come
-/// back up to the workers' priority for a stretch of work, and holding
-/// shard locks below them is the inversion described above, so it stays
-/// at theirs.
+/// Puts the calling thread (the maintenance thread) at the maintenance
+/// priority if `may_raise_priority`. Without that privilege it could never
+/// come back up to the workers' priority for a stretch of work, and
+/// holding shard locks below them is the inversion described above, so it
+/// stays at theirs.
 pub fn lower_this_thread(may_raise_priority: bool) {
-    let niceness = match may_raise_priority {
-        true => MAINTENANCE_NICENESS,
-        false => 0,
-    };
-    // Refused only for raising a priority, which this is not: the thread
-    // inherited the acceptor's, which is at least the workers'.
-    let _ = set_this_threads_scheduling(niceness, DEFAULT_SLICE);
-    BELOW_WORKERS.set(may_raise_priority);
+    if may_raise_priority {
+        // Refused only for raising a priority, which this is not.
+        let _ = set_this_threads_niceness(MAINTENANCE_NICENESS);
+        BELOW_WORKERS.set(true);
+    }
 }
 
 /// The calling thread at the workers' priority until this is dropped.
@@ -104,7 +134,7 @@ impl WorkersPriority {
     pub fn begin() -> WorkersPriority {
         if BELOW_WORKERS.get() {
             // Allowed: the thread lowered itself only with the privilege.
-            let _ = set_this_threads_scheduling(0, DEFAULT_SLICE);
+            let _ = set_this_threads_niceness(0);
         }
         WorkersPriority(())
     }
@@ -113,29 +143,62 @@ impl WorkersPriority {
 impl Drop for WorkersPriority {
     fn drop(&mut self) {
         if BELOW_WORKERS.get() {
-            let _ = set_this_threads_scheduling(MAINTENANCE_NICENESS, DEFAULT_SLICE);
+            let _ = set_this_threads_niceness(MAINTENANCE_NICENESS);
         }
     }
 }
 
-/// Sets the calling thread's nice value and the time slice it asks for
-/// (`DEFAULT_SLICE` for the default). Raising a priority needs the
-/// privilege described at the top; the slice needs none.
-fn set_this_threads_scheduling(niceness: i32, slice_ns: u64) -> std::io::Result<()> {
+/// How a thread is scheduled.
+#[derive(Clone, Copy)]
+enum Scheduling {
+    /// Linux's ordinary policy at a nice value, asking for a time slice
+    /// (`DEFAULT_SLICE` for the default; honoured since Linux 6.12).
+    Ordinary { niceness: i32, slice_ns: u64 },
+    /// First-in first-out real-time scheduling at a priority.
+    RealTime { priority: u32 },
+}
+
+/// Schedules the calling thread as `scheduling`; threads it starts later
+/// are scheduled as ordinary threads at the default nice value and slice.
+/// Raising a priority and real time need the privilege described at the
+/// top; a time slice needs none.
+fn set_this_threads_scheduling(scheduling: Scheduling) -> std::io::Result<()> {
+    let (policy, niceness, priority, slice_ns) = match scheduling {
+        Scheduling::Ordinary { niceness, slice_ns } => (libc::SCHED_OTHER, niceness, 0, slice_ns),
+        Scheduling::RealTime { priority } => (libc::SCHED_FIFO, 0, priority, DEFAULT_SLICE),
+    };
     let attr = libc::sched_attr {
         size: std::mem::size_of::<libc::sched_attr>() as u32,
-        sched_policy: libc::SCHED_OTHER as u32,
-        sched_flags: 0,
+        sched_policy: policy as u32,
+        // Threads started later are scheduled as ordinary threads.
+        sched_flags: libc::SCHED_FLAG_RESET_ON_FORK as u64,
         sched_nice: niceness,
-        sched_priority: 0,
-        // For SCHED_OTHER, the slice asked for (Linux 6.12 and later).
+        sched_priority: priority,
+        // For the ordinary policy, the slice asked for.
         sched_runtime: slice_ns,
         sched_deadline: 0,
         sched_period: 0,
     };
     // SAFETY: the kernel only reads `attr`, which outlives the call; pid 0
     // is the calling thread.
-    let refused = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0) != 0 };
+    refused_if(unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0) != 0 })
+}
+
+/// Sets the calling thread's nice value (Linux applies `setpriority` to a
+/// single thread when given its thread id), leaving its policy and slice.
+/// Lowering a priority is always allowed; raising one needs the privilege
+/// described at the top.
+fn set_this_threads_niceness(niceness: i32) -> std::io::Result<()> {
+    // SAFETY: gettid and setpriority take plain integers and touch no
+    // memory of ours.
+    refused_if(unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, niceness) != 0
+    })
+}
+
+/// The error of a system call that just failed, if `refused`.
+fn refused_if(refused: bool) -> std::io::Result<()> {
     match refused {
         true => Err(std::io::Error::last_os_error()),
         false => Ok(()),
@@ -162,17 +225,40 @@ mod tests {
         (major, minor) >= (6, 12)
     }
 
+    /// The calling thread's scheduling policy and nice value.
+    fn this_threads_policy_and_niceness() -> (i32, i32) {
+        // SAFETY: plain integers in and out.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            (
+                libc::sched_getscheduler(0),
+                libc::getpriority(libc::PRIO_PROCESS, tid),
+            )
+        }
+    }
+
     #[test]
-    fn the_acceptor_asks_for_a_short_slice_and_maintenance_gives_it_back() {
-        // A thread of its own: the priorities set here die with it.
+    fn the_acceptor_is_raised_and_threads_it_starts_are_not() {
+        // Threads of their own: what is set here dies with them.
         std::thread::spawn(|| {
-            let default = this_threads_slice_ns();
-            let _ = raise_this_thread_for_accepting();
-            if kernel_grants_slices() {
-                assert_eq!(this_threads_slice_ns(), ACCEPTOR_SLICE_NS);
+            let default_slice = this_threads_slice_ns();
+            let priority = raise_this_thread_for_accepting();
+            match priority.real_time {
+                Ok(()) => assert_eq!(
+                    this_threads_policy_and_niceness().0,
+                    libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK
+                ),
+                Err(_) if kernel_grants_slices() => {
+                    assert_eq!(this_threads_slice_ns(), ACCEPTOR_SLICE_NS)
+                }
+                Err(_) => {}
             }
-            lower_this_thread(false);
-            assert_eq!(this_threads_slice_ns(), default);
+            std::thread::spawn(move || {
+                assert_eq!(this_threads_policy_and_niceness(), (libc::SCHED_OTHER, 0));
+                assert_eq!(this_threads_slice_ns(), default_slice);
+            })
+            .join()
+            .unwrap();
         })
         .join()
         .unwrap();

@@ -25,8 +25,8 @@
 //! the CPU the workers leave idle. For the short stretches in which it
 //! holds shard or allocator locks it works at the workers' priority, so a
 //! worker never waits on a lock held by a preempted low-priority thread
-//! (see `priority.rs`). The main thread accepts connections and handles
-//! signals.
+//! (see `priority.rs`). The main thread accepts connections, ahead of the
+//! workers, and handles signals.
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -388,8 +388,14 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         );
         tokio::spawn(crate::metrics::serve(server.clone(), listener));
     }
-    // Every other thread has started: none inherits the acceptor's priority.
-    let may_raise_priority = match crate::priority::raise_this_thread_for_accepting() {
+    let priority = crate::priority::raise_this_thread_for_accepting();
+    if let Err(e) = &priority.real_time {
+        notice!(
+            "Accepting without real-time priority, which needs CAP_SYS_NICE or \
+             RLIMIT_RTPRIO ({e}): other processes' threads may delay new clients"
+        );
+    }
+    let may_raise_priority = match priority.above_workers {
         Ok(()) => true,
         Err(e) => {
             notice!(
