@@ -30,7 +30,8 @@ ulimit -n $((conns * 2 + 1024))
 
 maxmemory_mb=256
 port=$(free_port)
-"$keel" --port "$port" --bind 127.0.0.1 --maxmemory ${maxmemory_mb}mb --maxmemory-policy allkeys-lru 2>/dev/null &
+(in_scratch_dir "$keel" --port "$port" --bind 127.0.0.1 --maxmemory ${maxmemory_mb}mb \
+  --maxmemory-policy allkeys-lru 2>/dev/null) &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 wait_port "$port"

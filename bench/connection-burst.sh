@@ -32,7 +32,8 @@ require_built "$bench" "$keel"
 ulimit -n $((conns * 2 + 1024))
 
 port=$(free_port)
-"$keel" --port "$port" --bind 127.0.0.1 --maxmemory 256mb --maxmemory-policy allkeys-lru >/dev/null 2>&1 &
+(in_scratch_dir "$keel" --port "$port" --bind 127.0.0.1 --maxmemory 256mb \
+  --maxmemory-policy allkeys-lru >/dev/null 2>&1) &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 wait_port "$port"

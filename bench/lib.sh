@@ -32,3 +32,19 @@ wait_port() {
 
 # Resident memory of process $1, in KB.
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# Runs a server binary (its arguments follow) with its working directory
+# in bench/results/tmp, ignored by git, where a redis-server given as
+# KEEL_SERVER writes its dump.rdb. Run it in a subshell in the background:
+# exec keeps $! the server's PID.
+in_scratch_dir() {
+  local bin=$1
+  shift
+  case $bin in
+    /*) ;;
+    */*) bin=$PWD/$bin ;;
+  esac
+  mkdir -p "$root/bench/results/tmp"
+  cd "$root/bench/results/tmp"
+  exec "$bin" "$@"
+}
