@@ -389,22 +389,22 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         tokio::spawn(crate::metrics::serve(server.clone(), listener));
     }
     let priority = crate::priority::raise_this_thread_for_accepting();
-    if let Err(e) = &priority.real_time {
-        notice!(
+    match (&priority.real_time, &priority.above_workers) {
+        (Ok(()), Ok(())) => {}
+        (Err(e), Ok(())) => notice!(
             "Accepting without real-time priority, which needs CAP_SYS_NICE or \
              RLIMIT_RTPRIO ({e}): other processes' threads may delay new clients"
-        );
+        ),
+        (Ok(()), Err(e)) => notice!(
+            "Background work at the workers' priority: coming back up to it from \
+             below needs CAP_SYS_NICE or RLIMIT_NICE ({e})"
+        ),
+        (Err(e), Err(_)) => notice!(
+            "Accepting at the workers' priority, and background work too: raising a \
+             thread's priority needs CAP_SYS_NICE, RLIMIT_RTPRIO or RLIMIT_NICE ({e})"
+        ),
     }
-    let may_raise_priority = match priority.above_workers {
-        Ok(()) => true,
-        Err(e) => {
-            notice!(
-                "Accepting at the workers' priority, and background work too: \
-                 raising a thread's priority needs CAP_SYS_NICE or RLIMIT_NICE ({e})"
-            );
-            false
-        }
-    };
+    let may_raise_priority = priority.above_workers.is_ok();
     start_maintenance(server.clone(), may_raise_priority)?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
