@@ -17,11 +17,15 @@ APPENDS = 12
 VALUE_BYTES = 64 * 1024
 
 
-def appends_out_of_order(port, n) -> int:
+def appends_out_of_order(port, n, all_connected) -> int:
     """On a new connection, pipelines APPENDS appends of a large value to a
     key of its own, sending from a thread while reading; returns how many
-    replies were not the length the key has after that append, in order."""
+    replies were not the length the key has after that append, in order.
+    Sends once every heavy connection is open (`all_connected`, a barrier),
+    so that their batches reach the worker together, more than its heavy
+    lane has turns for."""
     with RespConn(port, timeout=60) as conn:
+        all_connected.wait(timeout=60)
         key = f"heavy:{n}"
         value = b"v" * VALUE_BYTES
         sender = threading.Thread(target=conn.send_raw,
@@ -38,9 +42,10 @@ def heavy_load_with_fresh_pings(port):
     connections' out-of-order counts and how many PINGs were answered while
     the load was still running."""
     out_of_order = {}
+    all_connected = threading.Barrier(HEAVY_CONNECTIONS)
 
     def heavy(n):
-        out_of_order[n] = appends_out_of_order(port, n)
+        out_of_order[n] = appends_out_of_order(port, n, all_connected)
 
     threads = [threading.Thread(target=heavy, args=(n,)) for n in range(HEAVY_CONNECTIONS)]
     for t in threads:
