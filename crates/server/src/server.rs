@@ -273,9 +273,23 @@ async fn listen(host: &str, port: u16, backlog: u32) -> std::io::Result<TcpListe
 /// of kernel memory.
 const PRESIZED_DESCRIPTORS: u64 = 16_384;
 
+/// How many descriptors the table is grown to hold at start-up:
+/// [`PRESIZED_DESCRIPTORS`], or fewer if RLIMIT_NOFILE allows fewer.
+fn presized_descriptor_count() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(limit.rlim_cur.min(PRESIZED_DESCRIPTORS))
+}
+
 /// Grows the process's descriptor table at start-up to hold
-/// [`PRESIZED_DESCRIPTORS`] (fewer if RLIMIT_NOFILE allows fewer), using
-/// `fd` to make one high descriptor and closing it again.
+/// [`presized_descriptor_count`] descriptors, using `fd` to make one high
+/// descriptor and closing it again.
 ///
 /// Linux grows the table by doubling when a new descriptor does not fit,
 /// and in a multi-threaded process each growth waits for an RCU grace
@@ -287,15 +301,7 @@ const PRESIZED_DESCRIPTORS: u64 = 16_384;
 /// The table never shrinks, so growing it once before anything waits
 /// removes those stalls.
 fn presize_descriptor_table(fd: &impl AsRawFd) -> std::io::Result<()> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes only the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let highest = limit.rlim_cur.min(PRESIZED_DESCRIPTORS).saturating_sub(1) as libc::c_int;
+    let highest = presized_descriptor_count()?.saturating_sub(1) as libc::c_int;
     // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor (the lowest free one
     // from `highest` on) for an open one; it is ours alone to close.
     let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, highest) };
@@ -545,17 +551,8 @@ mod tests {
 
     #[test]
     fn the_descriptor_table_is_grown_ahead() {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes only the struct it is given.
-        assert_eq!(
-            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
-            0
-        );
         let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         presize_descriptor_table(&socket).unwrap();
-        assert!(descriptor_table_size() >= limit.rlim_cur.min(PRESIZED_DESCRIPTORS));
+        assert!(descriptor_table_size() >= presized_descriptor_count().unwrap());
     }
 }
