@@ -332,9 +332,9 @@ class ServerProcess:
         directives = dict(directives or {})
         if kind == "redis":
             directives = {_REDIS_DIRECTIVE_NAMES.get(k, k): v for k, v in directives.items()}
-        base = {"port": self.port, "bind": "127.0.0.1"}
+        base = {"port": self.port, "bind": "127.0.0.1", "enable-debug-command": "yes"}
         if kind == "redis":
-            base.update({"save": "", "appendonly": "no", "enable-debug-command": "yes",
+            base.update({"save": "", "appendonly": "no",
                          "dir": str(self.workdir), "daemonize": "no"})
         # Caller directives come last so they win over the defaults (except port).
         args = _directive_args({**base, **directives, "port": self.port})

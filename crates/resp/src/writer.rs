@@ -12,20 +12,92 @@ pub enum Protocol {
     Resp3,
 }
 
+/// How long an output buffer may grow while one reply is written, and
+/// whether a write was refused for it.
+///
+/// A reply that would pass its client's output limit is never built whole
+/// first: once a write would take the buffer past `max_len`, that write and
+/// every one after it is dropped and `exceeded` is set, so the caller can
+/// stop producing elements and discard the partial reply.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyLimit {
+    /// The buffer length no write may pass.
+    pub max_len: usize,
+    /// Set once a write was dropped for passing `max_len`.
+    pub exceeded: bool,
+}
+
+impl ReplyLimit {
+    /// No limit.
+    pub const UNLIMITED: ReplyLimit = ReplyLimit {
+        max_len: usize::MAX,
+        exceeded: false,
+    };
+}
+
 /// Appends replies to an output buffer in one protocol version.
 ///
 /// Every reply a server sends goes through here, so the RESP2 downgrade rules
 /// (map → flat array, set → array, double → bulk string, boolean → integer,
-/// null → `$-1` or `*-1`) live in exactly one place.
+/// null → `$-1` or `*-1`) live in exactly one place, and so does the check
+/// against a [`ReplyLimit`].
 pub struct Writer<'a> {
     buf: &'a mut BytesMut,
     protocol: Protocol,
+    limit: Option<&'a mut ReplyLimit>,
 }
 
 impl<'a> Writer<'a> {
-    /// A writer appending to `buf` in `protocol`.
+    /// A writer appending to `buf` in `protocol`, without a limit.
     pub fn new(buf: &'a mut BytesMut, protocol: Protocol) -> Self {
-        Writer { buf, protocol }
+        Writer {
+            buf,
+            protocol,
+            limit: None,
+        }
+    }
+
+    /// A writer appending to `buf` in `protocol` that drops every write
+    /// from the first one that would pass `limit`.
+    pub fn limited(buf: &'a mut BytesMut, protocol: Protocol, limit: &'a mut ReplyLimit) -> Self {
+        Writer {
+            buf,
+            protocol,
+            limit: Some(limit),
+        }
+    }
+
+    /// True once a write was dropped for the limit: the reply is incomplete
+    /// and producing more of it is wasted work.
+    pub fn is_full(&self) -> bool {
+        self.limit.as_ref().is_some_and(|l| l.exceeded)
+    }
+
+    /// Whether `n` more bytes may be written; marks the limit exceeded if
+    /// not.
+    fn fits(&mut self, n: usize) -> bool {
+        let len = self.buf.len();
+        match self.limit.as_deref_mut() {
+            None => true,
+            Some(limit) if limit.exceeded => false,
+            Some(limit) if len.saturating_add(n) > limit.max_len => {
+                limit.exceeded = true;
+                false
+            }
+            Some(_) => true,
+        }
+    }
+
+    fn put_u8(&mut self, b: u8) {
+        if self.fits(1) {
+            self.buf.put_u8(b);
+        }
+    }
+
+    fn put_slice(&mut self, s: &[u8]) {
+        if self.fits(s.len()) {
+            self.buf.put_slice(s);
+        }
     }
 
     /// The protocol this writer encodes, for commands whose reply shape
@@ -46,33 +118,32 @@ impl<'a> Writer<'a> {
 
     fn header(&mut self, tag: u8, n: i64) {
         let mut digits = itoa_buf();
-        self.buf.put_u8(tag);
-        self.buf.put_slice(format_i64(n, &mut digits));
-        self.buf.put_slice(b"\r\n");
+        self.put_u8(tag);
+        self.put_slice(format_i64(n, &mut digits));
+        self.put_slice(b"\r\n");
     }
 
     /// `+OK`-style status reply. `s` must not contain CR or LF.
     pub fn simple(&mut self, s: &str) {
-        self.buf.put_u8(b'+');
-        self.buf.put_slice(s.as_bytes());
-        self.buf.put_slice(b"\r\n");
+        self.put_u8(b'+');
+        self.put_slice(s.as_bytes());
+        self.put_slice(b"\r\n");
     }
 
     /// `+OK`, the most common reply.
     pub fn ok(&mut self) {
-        self.buf.put_slice(b"+OK\r\n");
+        self.put_slice(b"+OK\r\n");
     }
 
     /// An error reply. `msg` starts with the error code (`ERR`, `WRONGTYPE`,
     /// ...); line breaks in it are replaced by spaces as Redis does, so a
     /// message can never break the framing.
     pub fn error(&mut self, msg: &str) {
-        self.buf.put_u8(b'-');
+        self.put_u8(b'-');
         for &b in msg.as_bytes() {
-            self.buf
-                .put_u8(if b == b'\r' || b == b'\n' { b' ' } else { b });
+            self.put_u8(if b == b'\r' || b == b'\n' { b' ' } else { b });
         }
-        self.buf.put_slice(b"\r\n");
+        self.put_slice(b"\r\n");
     }
 
     /// An integer reply.
@@ -83,23 +154,23 @@ impl<'a> Writer<'a> {
     /// A bulk string reply.
     pub fn bulk(&mut self, data: &[u8]) {
         self.header(b'$', data.len() as i64);
-        self.buf.put_slice(data);
-        self.buf.put_slice(b"\r\n");
+        self.put_slice(data);
+        self.put_slice(b"\r\n");
     }
 
     /// A null bulk string: `$-1` in RESP2, `_` in RESP3.
     pub fn null(&mut self) {
         match self.protocol {
-            Protocol::Resp2 => self.buf.put_slice(b"$-1\r\n"),
-            Protocol::Resp3 => self.buf.put_slice(b"_\r\n"),
+            Protocol::Resp2 => self.put_slice(b"$-1\r\n"),
+            Protocol::Resp3 => self.put_slice(b"_\r\n"),
         }
     }
 
     /// A null array: `*-1` in RESP2, `_` in RESP3.
     pub fn null_array(&mut self) {
         match self.protocol {
-            Protocol::Resp2 => self.buf.put_slice(b"*-1\r\n"),
-            Protocol::Resp3 => self.buf.put_slice(b"_\r\n"),
+            Protocol::Resp2 => self.put_slice(b"*-1\r\n"),
+            Protocol::Resp3 => self.put_slice(b"_\r\n"),
         }
     }
 
@@ -141,9 +212,9 @@ impl<'a> Writer<'a> {
         match self.protocol {
             Protocol::Resp2 => self.bulk(text.as_bytes()),
             Protocol::Resp3 => {
-                self.buf.put_u8(b',');
-                self.buf.put_slice(text.as_bytes());
-                self.buf.put_slice(b"\r\n");
+                self.put_u8(b',');
+                self.put_slice(text.as_bytes());
+                self.put_slice(b"\r\n");
             }
         }
     }
@@ -152,7 +223,7 @@ impl<'a> Writer<'a> {
     pub fn boolean(&mut self, b: bool) {
         match self.protocol {
             Protocol::Resp2 => self.integer(b as i64),
-            Protocol::Resp3 => self.buf.put_slice(if b { b"#t\r\n" } else { b"#f\r\n" }),
+            Protocol::Resp3 => self.put_slice(if b { b"#t\r\n" } else { b"#f\r\n" }),
         }
     }
 
@@ -162,9 +233,9 @@ impl<'a> Writer<'a> {
         match self.protocol {
             Protocol::Resp2 => self.bulk(digits.as_bytes()),
             Protocol::Resp3 => {
-                self.buf.put_u8(b'(');
-                self.buf.put_slice(digits.as_bytes());
-                self.buf.put_slice(b"\r\n");
+                self.put_u8(b'(');
+                self.put_slice(digits.as_bytes());
+                self.put_slice(b"\r\n");
             }
         }
     }
@@ -176,17 +247,17 @@ impl<'a> Writer<'a> {
             Protocol::Resp2 => self.bulk(text),
             Protocol::Resp3 => {
                 self.header(b'=', text.len() as i64 + 4);
-                self.buf.put_slice(format);
-                self.buf.put_u8(b':');
-                self.buf.put_slice(text);
-                self.buf.put_slice(b"\r\n");
+                self.put_slice(format);
+                self.put_u8(b':');
+                self.put_slice(text);
+                self.put_slice(b"\r\n");
             }
         }
     }
 
     /// Raw bytes already in RESP form, for replies cached pre-encoded.
     pub fn raw(&mut self, bytes: &[u8]) {
-        self.buf.put_slice(bytes);
+        self.put_slice(bytes);
     }
 }
 
@@ -251,6 +322,24 @@ mod tests {
             write(Protocol::Resp3, |w| w.verbatim(b"txt", b"hi")),
             b"=6\r\ntxt:hi\r\n"
         );
+    }
+
+    #[test]
+    fn a_limited_writer_drops_everything_from_the_write_that_would_pass_it() {
+        let mut buf = BytesMut::new();
+        let mut limit = ReplyLimit {
+            max_len: 13,
+            exceeded: false,
+        };
+        let mut w = Writer::limited(&mut buf, Protocol::Resp2, &mut limit);
+        w.array(2);
+        w.bulk(b"abc");
+        assert!(!w.is_full());
+        w.bulk(b"defgh");
+        w.integer(1);
+        assert!(w.is_full());
+        assert_eq!(buf.as_ref(), b"*2\r\n$3\r\nabc\r\n");
+        assert!(limit.exceeded);
     }
 
     #[test]

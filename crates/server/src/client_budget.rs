@@ -23,12 +23,15 @@
 //! 5,000 connections pipelining large writes, proportional wake-ups raised
 //! throughput from 70k to 84k requests/s.
 //!
-//! Pausing everyone could stall the server if every connection were halfway
-//! through a request: none could finish, so none would release memory. One
-//! connection at a time therefore holds a progress token that lets it read
-//! past the budget until its current request is complete. The budget can
-//! thus be exceeded by at most one request in progress (bounded by
-//! `proto-max-bulk-len` per argument) plus one read chunk per connection.
+//! Pausing everyone could stall the server for good: if every connection
+//! were halfway through a request, none could finish, so none would release
+//! memory; and if what connections hold between requests (their fixed cost,
+//! thousands of idle ones) filled the budget, no connection could read at
+//! all. One connection at a time therefore holds a progress token that lets
+//! it read past the budget until its current request is complete, so some
+//! connection always makes progress. The budget can thus be exceeded by at
+//! most one request in progress (bounded by `proto-max-bulk-len` per
+//! argument) plus one read chunk per connection.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -112,10 +115,9 @@ impl ClientBudget {
     }
 
     /// Waits until connection `client` may grow its buffers by `wanted`
-    /// bytes. `mid_request` says it holds part of a request it cannot
-    /// execute yet; such a connection may take the progress token instead
-    /// of waiting. Returns how long the connection paused, if it had to.
-    pub async fn admit(&self, client: u64, wanted: usize, mid_request: bool) -> Option<Duration> {
+    /// bytes, or holds the progress token. Returns how long the connection
+    /// paused, if it had to.
+    pub async fn admit(&self, client: u64, wanted: usize) -> Option<Duration> {
         let mut pause: Option<Pause> = None;
         loop {
             let released = self.released.notified();
@@ -123,7 +125,7 @@ impl ClientBudget {
             // Registered before the check, so a release between the check
             // and the wait is not missed.
             released.as_mut().enable();
-            if self.fits(wanted) || (mid_request && self.take_token(client)) {
+            if self.fits(wanted) || self.take_token(client) {
                 // Room may be left for the next connection in line.
                 if pause.is_some() && self.paused() > 1 && self.fits(RESUME_GRANULE_BYTES) {
                     self.released.notify_one();
@@ -183,8 +185,13 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    /// A budget of 10,000 bytes with 9,000 in use, and `waiters`
-    /// connections (ids 0, 1, …) each waiting to grow by `wanted` bytes.
+    /// A connection in the middle of a request that holds the progress
+    /// token throughout a test, so the others must wait for room.
+    const TOKEN_HOLDER: u64 = u64::MAX;
+
+    /// A budget of 10,000 bytes with 9,000 in use, the progress token held,
+    /// and `waiters` connections (ids 0, 1, …) each waiting to grow by
+    /// `wanted` bytes.
     fn nearly_full_budget_with_waiters(
         waiters: u64,
         wanted: usize,
@@ -195,10 +202,11 @@ mod tests {
         let budget = Arc::new(ClientBudget::default());
         budget.set_limit(10_000);
         budget.recharge(0, 9_000);
+        assert!(budget.take_token(TOKEN_HOLDER));
         let handles = (0..waiters)
             .map(|client| {
                 let budget = budget.clone();
-                tokio::spawn(async move { budget.admit(client, wanted, false).await })
+                tokio::spawn(async move { budget.admit(client, wanted).await })
             })
             .collect();
         (budget, handles)
@@ -209,7 +217,7 @@ mod tests {
         let budget = ClientBudget::default();
         budget.set_limit(10_000);
         budget.recharge(0, 5_000);
-        assert!(budget.admit(1, 4_000, false).await.is_none());
+        assert!(budget.admit(1, 4_000).await.is_none());
         assert_eq!(budget.pause_events(), 0);
     }
 
@@ -250,24 +258,24 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn one_connection_mid_request_may_finish_it() {
+    async fn one_connection_at_a_time_reads_past_a_full_budget() {
         let budget = ClientBudget::default();
         budget.set_limit(1_000);
         budget.recharge(0, 5_000);
         assert!(
-            budget.admit(7, 4_000, true).await.is_none(),
+            budget.admit(7, 4_000).await.is_none(),
             "the first takes the token"
         );
         assert!(
-            budget.admit(7, 4_000, true).await.is_none(),
+            budget.admit(7, 4_000).await.is_none(),
             "and keeps it until done"
         );
-        let other = budget.admit(8, 4_000, true);
+        let other = budget.admit(8, 4_000);
         let blocked = tokio::time::timeout(Duration::from_millis(20), other).await;
-        assert!(blocked.is_err(), "a second connection mid-request waits");
+        assert!(blocked.is_err(), "a second connection waits");
         budget.release_token(7);
         assert!(
-            budget.admit(8, 4_000, true).await.is_none(),
+            budget.admit(8, 4_000).await.is_none(),
             "it gets the token once released"
         );
     }
@@ -276,6 +284,6 @@ mod tests {
     async fn unlimited_budget_admits_everything() {
         let budget = ClientBudget::default();
         budget.recharge(0, usize::MAX / 2);
-        assert!(budget.admit(1, usize::MAX / 4, false).await.is_none());
+        assert!(budget.admit(1, usize::MAX / 4).await.is_none());
     }
 }

@@ -79,7 +79,52 @@ pub struct Config {
     pub latency_tracking_info_percentiles: Vec<f64>,
     /// Port of the Prometheus metrics listener; 0 means none.
     pub metrics_port: u16,
+    /// Who may run DEBUG (`enable-debug-command`).
+    pub enable_debug_command: DebugCommand,
+    /// Connections served at once; one more is refused (`maxclients`).
+    pub maxclients: u64,
+    /// Whether the acceptor asks for real-time scheduling
+    /// (`acceptor-realtime`; see `priority.rs`).
+    pub acceptor_realtime: bool,
 }
+
+/// `enable-debug-command`: who may run DEBUG, as in Redis 7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugCommand {
+    /// Nobody (the default).
+    No,
+    /// Every client.
+    Yes,
+    /// Clients connected over the loopback interface.
+    Local,
+}
+
+impl DebugCommand {
+    const NAMES: [(&'static str, DebugCommand); 3] = [
+        ("no", DebugCommand::No),
+        ("yes", DebugCommand::Yes),
+        ("local", DebugCommand::Local),
+    ];
+
+    fn name(self) -> &'static str {
+        let (name, _) = Self::NAMES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .expect("listed");
+        name
+    }
+
+    fn parse(text: &str) -> Result<DebugCommand, String> {
+        Self::NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(text))
+            .map(|(_, v)| *v)
+            .ok_or_else(|| "argument(s) must be one of the following: no, yes, local".into())
+    }
+}
+
+/// The default `maxclients`, Redis's.
+pub const DEFAULT_MAXCLIENTS: u64 = 10_000;
 
 /// The default `tcp-backlog`. Redis's is 511; keel's is the usual kernel
 /// cap, so that thousands of clients connecting at once (a fleet of
@@ -165,6 +210,9 @@ impl Default for Config {
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             metrics_port: 0,
+            enable_debug_command: DebugCommand::No,
+            maxclients: DEFAULT_MAXCLIENTS,
+            acceptor_realtime: false,
         }
     }
 }
@@ -550,6 +598,33 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.metrics_port.to_string(),
         set: |c, v| {
             c.metrics_port = int_in(one(v)?, 0, 65535)? as u16;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "enable-debug-command",
+        mutable: false,
+        get: |c| c.enable_debug_command.name().to_string(),
+        set: |c, v| {
+            c.enable_debug_command = DebugCommand::parse(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "maxclients",
+        mutable: true,
+        get: |c| c.maxclients.to_string(),
+        set: |c, v| {
+            c.maxclients = int_in(one(v)?, 1, u32::MAX as i64)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "acceptor-realtime",
+        mutable: false,
+        get: |c| yes_no(c.acceptor_realtime).to_string(),
+        set: |c, v| {
+            c.acceptor_realtime = parse_yes_no(one(v)?)?;
             Ok(())
         },
     },

@@ -62,17 +62,20 @@ use crate::server::{unix_ms, Server};
 use crate::stats::{Stats, Work};
 use crate::{cmd, verbose, warning};
 
-/// Read space a connection starts with and tops up to: enough for typical
-/// requests, small enough for tens of thousands of idle connections.
+/// Read space a connection takes when it has data to read and tops up to:
+/// enough for typical requests, small enough for tens of thousands of
+/// connections.
 const READ_CHUNK: usize = 4 * 1024;
 /// A buffer grown past this by a burst is released once it is empty, so a
 /// connection's memory follows its current traffic, not its largest ever.
 const KEEP_CAPACITY: usize = 64 * 1024;
-/// What an empty buffer keeps once the client budget is half used: spare
-/// capacity held by connections between requests would otherwise fill the
-/// budget (2,000 connections keeping 32 KB each are 64 MB) and pause
-/// connections that have requests to read.
-const KEEP_CAPACITY_UNDER_PRESSURE: usize = READ_CHUNK;
+/// What an empty buffer keeps once the client budget is half used: nothing.
+/// Spare capacity held by connections between requests would otherwise fill
+/// the budget (2,000 connections keeping 32 KB each are 64 MB; 10,000 idle
+/// ones keeping one read chunk are 40 MB) and pause connections that have
+/// requests to read. A connection asks for read space again once it has
+/// data to read.
+const KEEP_CAPACITY_UNDER_PRESSURE: usize = 0;
 /// Replies beyond this are sent before the rest of a batch is executed, so
 /// a pipeline of large replies does not pile up in memory.
 const FLUSH_THRESHOLD: usize = 1024 * 1024;
@@ -147,13 +150,6 @@ struct Progress {
 }
 
 impl Progress {
-    /// A new connection's: an empty read buffer of one read chunk.
-    fn new() -> Progress {
-        let mut progress = Progress::default();
-        progress.reallocate_read_buf(READ_CHUNK);
-        progress
-    }
-
     /// Makes room in the read buffer for `growth` more bytes: in the space
     /// consumed from its front if nothing else refers to it, or else in a
     /// new allocation the unread bytes move to. An allocation is never
@@ -198,6 +194,11 @@ pub async fn welcome(
     mut socket: TcpStream,
     addr: SocketAddr,
 ) -> Option<Handover> {
+    let maxclients = server.hot.maxclients.load(Ordering::Relaxed);
+    if server.clients.count() as u64 >= maxclients {
+        refuse_over_maxclients(&server, &socket, addr);
+        return None;
+    }
     let local = socket.local_addr().unwrap_or(addr);
     let handle = server.clients.register(addr, local, unix_ms());
     if server.is_shutting_down() {
@@ -214,7 +215,7 @@ pub async fn welcome(
         let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&ka);
     }
     let mut client = Client::new(handle, authenticated);
-    let progress = Progress::new();
+    let progress = Progress::default();
     let (ended, progress) = run(&server, &mut socket, &mut client, progress, Place::Acceptor).await;
     match ended.and_then(|ended| match ended {
         Ended::HandOver => Ok(Some(socket.into_std()?)),
@@ -232,6 +233,15 @@ pub async fn welcome(
     }
     close(&server, &mut client);
     None
+}
+
+/// Answers a connection past `maxclients` with Redis's error and closes
+/// it. The reply is written only if the socket takes it at once: the
+/// acceptor never waits on a client it refuses.
+fn refuse_over_maxclients(server: &Server, socket: &TcpStream, addr: SocketAddr) {
+    let _ = socket.try_write(b"-ERR max number of clients reached\r\n");
+    server.stats.count_rejected_connection();
+    verbose!("Refused client addr={addr}: max number of clients reached");
 }
 
 /// On a worker: serves a connection handed over by the acceptor until it
@@ -296,6 +306,18 @@ async fn readable_within(socket: &TcpStream, idle_secs: u64) -> Option<std::io::
     match idle_secs {
         0 => Some(socket.readable().await),
         secs => (tokio::time::timeout(Duration::from_secs(secs), socket.readable()).await).ok(),
+    }
+}
+
+/// True if `socket` has data to read, or its peer closed; false (and its
+/// read readiness cleared) if a read would block.
+fn has_data(socket: &TcpStream) -> std::io::Result<bool> {
+    let mut first = [std::mem::MaybeUninit::uninit()];
+    let peek = || socket2::SockRef::from(socket).peek(&mut first);
+    match socket.try_io(tokio::io::Interest::READABLE, peek) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -364,7 +386,7 @@ impl<'a> Connection<'a> {
             }
             let keep = self.keep_capacity();
             if self.progress.read_buf.is_empty() && self.progress.read_allocation > keep {
-                self.progress.reallocate_read_buf(READ_CHUNK);
+                self.progress.reallocate_read_buf(READ_CHUNK.min(keep));
                 self.recharge();
             }
             let (read_buf, decoder) = (&self.progress.read_buf, &self.progress.decoder);
@@ -375,22 +397,8 @@ impl<'a> Connection<'a> {
             }
             // Room for what a big argument still needs, or at least a chunk;
             // a buffer that keeps filling up doubles, as a pipeline needs.
-            let spare = read_buf.capacity() - read_buf.len();
             let wanted = decoder.bytes_wanted().max(READ_CHUNK / 4);
-            if spare < wanted {
-                let growth = wanted.max(read_buf.len());
-                tokio::select! {
-                    biased;
-                    _ = &mut killed => return Ok(Ended::Closed),
-                    pause = budget.admit(handle.id, growth, partial) => {
-                        if let Some(pause) = pause {
-                            self.server.stats.record_work(Work::BackpressurePause, pause);
-                        }
-                    }
-                }
-                self.progress.make_read_room(growth);
-                self.recharge();
-            }
+            let growth = wanted.max(read_buf.len()).max(READ_CHUNK);
             // Subscribers wait for messages, not requests: Redis exempts them
             // from the idle timeout.
             let timeout = match self.client.subscriptions.count() {
@@ -398,20 +406,39 @@ impl<'a> Connection<'a> {
                 _ => 0,
             };
             let (lane, stats) = (self.heavy_lane(), &self.server.stats);
-            let (socket, read_buf) = (&*self.socket, &mut self.progress.read_buf);
-            let lane_turn = &mut self.lane_turn;
-            // A heavy connection waits for data before it takes a turn, so
-            // a client that sends nothing never holds one.
+            let socket = &*self.socket;
+            let (progress, charged) = (&mut self.progress, &mut self.charged);
+            let (lane_turn, id) = (&mut self.lane_turn, handle.id);
+            // Read space is asked of the client budget only once there is
+            // data to read, so an idle connection holds none while it waits
+            // (see `KEEP_CAPACITY_UNDER_PRESSURE`). A heavy connection
+            // takes its turn after that, so a client that sends nothing, or
+            // one paused for the budget, never holds one.
             let read = async move {
                 loop {
                     let Some(readable) = readable_within(socket, timeout).await else {
                         return Ok(None);
                     };
                     readable?;
+                    if progress.read_buf.capacity() - progress.read_buf.len() < wanted {
+                        // Readiness can be reported with nothing to read yet
+                        // (a new socket is); only data is worth read space.
+                        if !has_data(socket)? {
+                            continue;
+                        }
+                        if let Some(pause) = budget.admit(id, growth).await {
+                            stats.record_work(Work::BackpressurePause, pause);
+                        }
+                        let before = progress.read_allocation;
+                        progress.make_read_room(growth);
+                        let now = *charged - before + progress.read_allocation;
+                        budget.recharge(*charged, now);
+                        *charged = now;
+                    }
                     if let Some(lane) = lane {
                         *lane_turn = Some(lane.take_turn(stats).await);
                     }
-                    match socket.try_read_buf(read_buf) {
+                    match socket.try_read_buf(&mut progress.read_buf) {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => *lane_turn = None,
                         read => return read.map(Some),
                     }
@@ -519,6 +546,7 @@ impl<'a> Connection<'a> {
                 handle.id,
                 handle.addr
             );
+            self.server.stats.count_output_limit_disconnection();
             return Err(std::io::Error::other("pubsub output buffer limit reached"));
         }
         self.flush().await
@@ -571,6 +599,7 @@ impl<'a> Connection<'a> {
                 handle.id,
                 handle.addr
             );
+            self.server.stats.count_output_limit_disconnection();
             return Err(std::io::Error::other("output buffer limit reached"));
         }
         Ok(())
@@ -613,13 +642,18 @@ impl<'a> Connection<'a> {
             if let Some(lane) = self.heavy_lane().filter(|_| self.lane_turn.is_none()) {
                 self.lane_turn = Some(lane.take_turn(&self.server.stats).await);
             }
-            cmd::execute(self.server, self.client, &args, &mut self.write_buf);
+            if !self.execute_isolated(&args) {
+                return Ok(Batch::Close);
+            }
             match self.client.after_reply.take() {
                 Some(AfterReply::Close) => return Ok(Batch::Close),
                 // The reply waits with the connection, as Redis's does.
                 Some(AfterReply::Sleep(pause)) => {
                     self.leave_lane();
-                    tokio::time::sleep(pause).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = &mut killed => return Ok(Batch::Close),
+                    }
                 }
                 Some(AfterReply::Block(blocked)) => {
                     // Replies before the blocking command go out now.
@@ -634,6 +668,31 @@ impl<'a> Connection<'a> {
                 self.flush().await?;
             }
         }
+    }
+
+    /// Runs one command; false if it panicked. A panic costs this client
+    /// its connection and nothing more: the partial reply is dropped (the
+    /// replies before it are still sent), the shard locks it held were
+    /// released as it unwound, and the connection then closes through the
+    /// same clean-up as any other (CLIENT LIST, watches, subscriptions,
+    /// client budget), while the worker goes on serving its other
+    /// connections.
+    fn execute_isolated(&mut self, args: &[Bytes]) -> bool {
+        let reply_start = self.write_buf.len();
+        let (server, client, out) = (self.server, &mut *self.client, &mut self.write_buf);
+        let run = std::panic::AssertUnwindSafe(|| cmd::execute(server, client, args, out));
+        if std::panic::catch_unwind(run).is_ok() {
+            return true;
+        }
+        self.write_buf.truncate(reply_start);
+        let handle = &self.client.handle;
+        warning!(
+            "Closing client id={} addr={}: a panic in command '{}'",
+            handle.id,
+            handle.addr,
+            String::from_utf8_lossy(&args[0][..args[0].len().min(128)]),
+        );
+        false
     }
 
     /// Waits until the blocked command is served, times out, or the client

@@ -22,21 +22,25 @@
 //! kernel thread handling packets or another service may hold the core
 //! the acceptor is woken on. Linux lets that task finish its time slice
 //! first: traced under the adversarial load, a new client's PING waited
-//! 4–11 ms while another process's thread held the acceptor's core. So,
-//! where it is allowed (root, CAP_SYS_NICE, or an RLIMIT_RTPRIO of at
-//! least 1), the acceptor runs at the lowest real-time priority, which
-//! preempts every ordinary thread on the machine the moment it is woken;
-//! then no connection waited in the accept queue during a burst of 5,000,
-//! and the server's part of a fresh PING stayed within 4 ms under the
-//! adversarial load
+//! 4–11 ms while another process's thread held the acceptor's core. With
+//! `acceptor-realtime yes`, where it is allowed (root, CAP_SYS_NICE, or an
+//! RLIMIT_RTPRIO of at least 1), the acceptor runs at the lowest real-time
+//! priority, which preempts every ordinary thread on the machine the moment
+//! it is woken; then no connection waited in the accept queue during a
+//! burst of 5,000, and the server's part of a fresh PING stayed within 4 ms
+//! under the adversarial load
 //! (`bench/results/2026-11-25-adversarial-clients-acceptor-scheduling.md`).
-//! That is safe only because the acceptor's work per connection is
-//! bounded; Linux also keeps 5% of every second for ordinary threads
-//! whatever real-time threads do. Where real time is refused, the acceptor
-//! asks for the shortest time slice Linux grants (0.1 ms, no privilege
-//! needed): since Linux 6.12 a woken task with a shorter slice than the
-//! running one's preempts it, which buys latency, not CPU. Either way the
-//! setting is reset in threads the acceptor starts.
+//! It is opt-in: a real-time thread that spins can starve ordinary threads
+//! on its core (Linux keeps only 5% of every second for them), and
+//! parking_lot locks do not pass priority on to a lock holder. It is safe
+//! only because the acceptor's work per connection is bounded: it runs
+//! only keyless constant-time commands (`cmd::is_quick`) on one read chunk,
+//! takes no shard lock, and serves nothing else (the metrics endpoint has a
+//! thread of its own). Otherwise the acceptor asks for the shortest time
+//! slice Linux grants (0.1 ms, no privilege needed): since Linux 6.12 a
+//! woken task with a shorter slice than the running one's preempts it,
+//! which buys latency, not CPU. Either way the setting is reset in threads
+//! the acceptor starts.
 //!
 //! Background work (active expiry, eviction ahead of need) runs on one
 //! thread whose nice value is above the workers', so that when the CPUs are
@@ -73,19 +77,28 @@ const DEFAULT_SLICE: u64 = 0;
 /// thread the machine's own services rely on.
 const ACCEPTOR_REAL_TIME_PRIORITY: u32 = 1;
 
+/// Whether the acceptor runs at real-time priority.
+pub enum RealTime {
+    /// `acceptor-realtime yes`, and the system allowed it.
+    Granted,
+    /// `acceptor-realtime no` (the default).
+    NotAsked,
+}
+
 /// What the system allowed the acceptor, for the start-up log.
 pub struct AcceptorPriority {
-    /// Real-time scheduling, ahead of every ordinary thread.
-    pub real_time: std::io::Result<()>,
+    /// Real-time scheduling, ahead of every ordinary thread, if asked for.
+    pub real_time: std::io::Result<RealTime>,
     /// A nice value above the workers'. The same privilege lets the
     /// maintenance thread come back up to the workers' priority.
     pub above_workers: std::io::Result<()>,
 }
 
-/// Puts the calling thread (the acceptor) ahead of the workers, and at
-/// real-time priority if allowed, or else with a short time slice. Threads
-/// it starts afterwards do not inherit any of it.
-pub fn raise_this_thread_for_accepting() -> AcceptorPriority {
+/// Puts the calling thread (the acceptor) ahead of the workers with a
+/// short time slice, and at real-time priority if `real_time` asks for it
+/// and it is allowed. Threads it starts afterwards do not inherit any of
+/// it.
+pub fn raise_this_thread_for_accepting(real_time: bool) -> AcceptorPriority {
     let above_workers = set_this_threads_scheduling(Scheduling::Ordinary {
         niceness: ACCEPTOR_NICENESS,
         slice_ns: ACCEPTOR_SLICE_NS,
@@ -97,9 +110,13 @@ pub fn raise_this_thread_for_accepting() -> AcceptorPriority {
             slice_ns: ACCEPTOR_SLICE_NS,
         });
     });
-    let real_time = set_this_threads_scheduling(Scheduling::RealTime {
-        priority: ACCEPTOR_REAL_TIME_PRIORITY,
-    });
+    let real_time = match real_time {
+        true => set_this_threads_scheduling(Scheduling::RealTime {
+            priority: ACCEPTOR_REAL_TIME_PRIORITY,
+        })
+        .map(|()| RealTime::Granted),
+        false => Ok(RealTime::NotAsked),
+    };
     AcceptorPriority {
         real_time,
         above_workers,
@@ -239,28 +256,33 @@ mod tests {
 
     #[test]
     fn the_acceptor_is_raised_and_threads_it_starts_are_not() {
-        // Threads of their own: what is set here dies with them.
-        std::thread::spawn(|| {
-            let default_slice = this_threads_slice_ns();
-            let priority = raise_this_thread_for_accepting();
-            match priority.real_time {
-                Ok(()) => assert_eq!(
-                    this_threads_policy_and_niceness().0,
-                    libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK
-                ),
-                Err(_) if kernel_grants_slices() => {
-                    assert_eq!(this_threads_slice_ns(), ACCEPTOR_SLICE_NS)
-                }
-                Err(_) => {}
-            }
+        for asks_real_time in [false, true] {
+            // Threads of their own: what is set here dies with them.
             std::thread::spawn(move || {
-                assert_eq!(this_threads_policy_and_niceness(), (libc::SCHED_OTHER, 0));
-                assert_eq!(this_threads_slice_ns(), default_slice);
+                let default_slice = this_threads_slice_ns();
+                let priority = raise_this_thread_for_accepting(asks_real_time);
+                match priority.real_time {
+                    Ok(RealTime::Granted) => assert_eq!(
+                        this_threads_policy_and_niceness().0,
+                        libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK
+                    ),
+                    Ok(RealTime::NotAsked) | Err(_) => {
+                        let policy = this_threads_policy_and_niceness().0;
+                        assert_eq!(policy & !libc::SCHED_RESET_ON_FORK, libc::SCHED_OTHER);
+                        if kernel_grants_slices() {
+                            assert_eq!(this_threads_slice_ns(), ACCEPTOR_SLICE_NS)
+                        }
+                    }
+                }
+                std::thread::spawn(move || {
+                    assert_eq!(this_threads_policy_and_niceness(), (libc::SCHED_OTHER, 0));
+                    assert_eq!(this_threads_slice_ns(), default_slice);
+                })
+                .join()
+                .unwrap();
             })
             .join()
             .unwrap();
-        })
-        .join()
-        .unwrap();
+        }
     }
 }

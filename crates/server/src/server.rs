@@ -114,6 +114,8 @@ pub struct HotConfig {
     pub output_soft_limit: AtomicU64,
     /// Seconds a reply backlog may stay over the soft limit.
     pub output_soft_seconds: AtomicU64,
+    /// `maxclients`.
+    pub maxclients: AtomicU64,
 }
 
 impl Server {
@@ -179,6 +181,7 @@ impl Server {
             (&self.hot.output_hard_limit, limits.hard),
             (&self.hot.output_soft_limit, limits.soft),
             (&self.hot.output_soft_seconds, limits.soft_seconds),
+            (&self.hot.maxclients, config.maxclients),
         ];
         for (hot, value) in settings {
             hot.store(value, Ordering::Relaxed);
@@ -387,21 +390,16 @@ pub async fn run(config: Config) -> std::io::Result<()> {
             ))
         })
         .collect();
-    for listener in metrics_listeners {
-        notice!(
-            "Serving Prometheus metrics on {}/metrics",
-            listener.local_addr()?
-        );
-        tokio::spawn(crate::metrics::serve(server.clone(), listener));
-    }
-    let priority = crate::priority::raise_this_thread_for_accepting();
+    start_metrics(server.clone(), metrics_listeners)?;
+    let real_time = server.config.read().acceptor_realtime;
+    let priority = crate::priority::raise_this_thread_for_accepting(real_time);
     match (&priority.real_time, &priority.above_workers) {
-        (Ok(()), Ok(())) => {}
+        (Ok(_), Ok(())) => {}
         (Err(e), Ok(())) => notice!(
             "Accepting without real-time priority, which needs CAP_SYS_NICE or \
              RLIMIT_RTPRIO ({e}): other processes' threads may delay new clients"
         ),
-        (Ok(()), Err(e)) => notice!(
+        (Ok(_), Err(e)) => notice!(
             "Background work at the workers' priority: coming back up to it from \
              below needs CAP_SYS_NICE or RLIMIT_NICE ({e})"
         ),
@@ -468,6 +466,45 @@ async fn accept_loop(
             }
         }
     }
+}
+
+/// Serves the Prometheus endpoint on `listeners`, on a thread of its own:
+/// a scrape reads every shard's counters, work that must not delay the
+/// acceptor nor wait behind a worker's connections.
+fn start_metrics(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Result<()> {
+    if listeners.is_empty() {
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let listeners = listeners
+        .into_iter()
+        .map(|listener| {
+            notice!(
+                "Serving Prometheus metrics on {}/metrics",
+                listener.local_addr()?
+            );
+            listener.into_std()
+        })
+        .collect::<std::io::Result<Vec<_>>>()?;
+    std::thread::Builder::new()
+        .name("keel-metrics".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                let mut served = tokio::task::JoinSet::new();
+                for listener in listeners {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => {
+                            served.spawn(crate::metrics::serve(server.clone(), listener));
+                        }
+                        Err(e) => warning!("Serving Prometheus metrics: {e}"),
+                    }
+                }
+                while served.join_next().await.is_some() {}
+            });
+        })?;
+    Ok(())
 }
 
 /// Starts the maintenance thread with its own event loop, below the

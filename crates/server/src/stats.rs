@@ -51,6 +51,10 @@ pub struct Totals {
     /// lane (see `crate::connection`): how often lighter connections were
     /// served first.
     pub heavy_lane_waits: u64,
+    /// Clients closed for passing an output buffer limit.
+    pub output_limit_disconnections: u64,
+    /// Connections refused at `maxclients`.
+    pub rejected_connections: u64,
     /// Commands run.
     pub commands: u64,
     /// Microseconds spent in active expiry passes.
@@ -116,7 +120,7 @@ pub fn every_series(table: &Table) -> impl Iterator<Item = (&'static str, Series
 /// INFO on another thread may read them), so there is no contention.
 struct Local {
     commands: Box<[[AtomicU64; 4]]>,
-    totals: [AtomicU64; 7],
+    totals: [AtomicU64; 9],
     /// Latency histograms, by series index (see [`Stats::series_index`]),
     /// each allocated on its first sample: a thread pays only for the
     /// commands and work it runs.
@@ -130,6 +134,8 @@ const ERRORS: usize = 3;
 const NET_IN: usize = 4;
 const NET_OUT: usize = 5;
 const HEAVY_LANE_WAITS: usize = 6;
+const OUTPUT_LIMIT_DISCONNECTIONS: usize = 7;
+const REJECTED_CONNECTIONS: usize = 8;
 
 impl Local {
     fn new(commands: usize) -> Local {
@@ -251,6 +257,16 @@ impl Stats {
         self.local(|l| bump(&l.totals[HEAVY_LANE_WAITS], 1));
     }
 
+    /// Records a client closed for passing an output buffer limit.
+    pub fn count_output_limit_disconnection(&self) {
+        self.local(|l| bump(&l.totals[OUTPUT_LIMIT_DISCONNECTIONS], 1));
+    }
+
+    /// Records a connection refused at `maxclients`.
+    pub fn count_rejected_connection(&self) {
+        self.local(|l| bump(&l.totals[REJECTED_CONNECTIONS], 1));
+    }
+
     /// Turns command latency tracking on or off (`latency-tracking`).
     pub fn set_latency_tracking(&self, on: bool) {
         self.latency_tracking.store(on, Ordering::Relaxed);
@@ -325,6 +341,8 @@ impl Stats {
             t.net_input_bytes += v(NET_IN);
             t.net_output_bytes += v(NET_OUT);
             t.heavy_lane_waits += v(HEAVY_LANE_WAITS);
+            t.output_limit_disconnections += v(OUTPUT_LIMIT_DISCONNECTIONS);
+            t.rejected_connections += v(REJECTED_CONNECTIONS);
             t.commands += local
                 .commands
                 .iter()

@@ -6,7 +6,7 @@ use keel_resp::Protocol;
 use keel_store::Hash;
 
 use super::collection::read;
-use super::{errors, is, Ctx, Error, Spec, BASE};
+use super::{errors, is, write_each, Ctx, Error, Spec, BASE};
 
 /// HRANDFIELD.
 pub const SPEC: Spec = Spec {
@@ -43,20 +43,17 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         return Err("ERR value is out of range".into());
     }
     read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
-        let picks: Vec<(&[u8], &[u8])> = match hash {
-            None => Vec::new(),
-            Some(h) => super::srandmember::pick(count, h.len(), h.iter(), |rng| {
-                h.random(rng).expect("hash is not empty")
-            }),
-        };
         let mut w = ctx.w();
-        let resp3 = w.protocol() == Protocol::Resp3;
-        w.array(if with_values && !resp3 {
-            2 * picks.len()
-        } else {
-            picks.len()
+        let Some(hash) = hash else {
+            w.array(0);
+            return Ok(());
+        };
+        let (n, picks) = super::srandmember::pick(count, hash.len(), hash.iter(), |rng| {
+            hash.random(rng).expect("hash is not empty")
         });
-        for (field, value) in picks {
+        let resp3 = w.protocol() == Protocol::Resp3;
+        w.array(if with_values && !resp3 { 2 * n } else { n });
+        write_each(&mut w, picks, |w, (field, value)| {
             if with_values && resp3 {
                 w.array(2);
             }
@@ -64,7 +61,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             if with_values {
                 w.bulk(value);
             }
-        }
+        });
         Ok(())
     })
 }

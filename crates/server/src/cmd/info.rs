@@ -151,7 +151,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
         "clients" => {
             put("connected_clients", server.clients.count().to_string());
             put("cluster_connections", "0".into());
-            put("maxclients", "10000".into());
+            put("maxclients", config.maxclients.to_string());
             put("blocked_clients", server.blocking.blocked().to_string());
             put("tracking_clients", "0".into());
             put("clients_in_timeout_table", "0".into());
@@ -230,7 +230,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             );
             put("total_net_input_bytes", t.net_input_bytes.to_string());
             put("total_net_output_bytes", t.net_output_bytes.to_string());
-            put("rejected_connections", "0".into());
+            put("rejected_connections", t.rejected_connections.to_string());
             put("expired_keys", server.store.expired_keys().to_string());
             let dataset = server.store.dataset_bytes().max(1) as f64;
             let stale = server.store.stale_bytes(now_ms) as f64;
@@ -259,6 +259,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 server.client_budget.pause_events().to_string(),
             );
             put("heavy_lane_waits", t.heavy_lane_waits.to_string());
+            put(
+                "client_output_buffer_limit_disconnections",
+                t.output_limit_disconnections.to_string(),
+            );
             put("keyspace_hits", t.keyspace_hits.to_string());
             put("keyspace_misses", t.keyspace_misses.to_string());
             put(

@@ -15,10 +15,11 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use keel_resp::Writer;
+use keel_resp::{ReplyLimit, Writer};
 
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::server::Server;
@@ -422,6 +423,8 @@ pub struct Ctx<'a> {
     /// Indexes of the running command's arguments that the slow log must
     /// not show (see [`Ctx::redact`]).
     pub redacted: Vec<usize>,
+    /// How far this command's reply may grow `out` (see [`reply_limit`]).
+    pub reply_limit: ReplyLimit,
 }
 
 impl<'a> Ctx<'a> {
@@ -431,9 +434,12 @@ impl<'a> Ctx<'a> {
         self.redacted.push(index);
     }
 
-    /// A writer for the reply, in the connection's protocol.
+    /// A writer for the reply, in the connection's protocol. Once the
+    /// reply passes the client's output limit the writer drops what follows
+    /// and [`Writer::is_full`] is true: a command producing many elements
+    /// checks it to stop early.
     pub fn w(&mut self) -> Writer<'_> {
-        Writer::new(self.out, self.client.protocol)
+        Writer::limited(self.out, self.client.protocol, &mut self.reply_limit)
     }
 
     /// The selected database at this command's instant.
@@ -483,6 +489,22 @@ pub fn write_str(w: &mut Writer, s: keel_store::StrRef<'_>) {
             w.bulk(format_i64(n, &mut digits));
         }
         other => w.bulk(&other.to_bytes()),
+    }
+}
+
+/// Writes `items` one by one with `write`, stopping once the reply is full
+/// (see [`Ctx::w`]): a reply of many elements is never produced past the
+/// client's output limit.
+pub fn write_each<T>(
+    w: &mut Writer,
+    items: impl Iterator<Item = T>,
+    mut write: impl FnMut(&mut Writer, T),
+) {
+    for item in items {
+        if w.is_full() {
+            return;
+        }
+        write(w, item);
     }
 }
 
@@ -661,15 +683,23 @@ fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error
     }
 }
 
-/// True if `args` is a quick request: a command Redis flags `fast`
-/// (constant or logarithmic time) that never blocks, or one dispatch
-/// refuses (unknown, wrong arity), which costs only its error reply. The
-/// acceptor runs a new connection's quick requests itself (see
-/// `crate::connection`); anything else waits for the connection's worker.
+/// True if `args` is a quick request: a command Redis flags `fast` that
+/// names no key, writes nothing, never blocks and publishes nothing (PING,
+/// ECHO, HELLO, AUTH, SELECT, CLIENT SETNAME, ...), or one dispatch refuses
+/// (unknown, wrong arity), which costs only its error reply. The acceptor
+/// runs a new connection's quick requests itself (see `crate::connection`)
+/// and must never run work a client controls the size of: a `fast` read
+/// can return a 512 MB value or many elements (GET, LPOP with a count), a
+/// write can evict inline or serve blocked clients, and PUBLISH fans out.
+/// Anything else waits for the connection's worker.
 pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
     resolve(table, args).map_or(true, |id| {
         let spec = table.specs[id];
-        spec.has_flag("fast") && !spec.has_flag("blocking")
+        spec.has_flag("fast")
+            && spec.keys == (0, 0, 0)
+            && !spec.has_flag("write")
+            && !spec.has_flag("blocking")
+            && spec.group != "pubsub"
     })
 }
 
@@ -678,12 +708,14 @@ pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
 pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
     let now_ms = crate::server::unix_ms();
     let table = &server.commands;
+    let reply_start = out.len();
     let mut ctx = Ctx {
         server,
         client,
         out,
         now_ms,
         redacted: Vec::new(),
+        reply_limit: reply_limit(server, reply_start),
     };
     let id = match resolve(table, args) {
         Ok(id) => id,
@@ -718,10 +750,47 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     }
     call(&mut ctx, id, args);
     drop(room);
+    if ctx.reply_limit.exceeded {
+        drop_oversized_reply(&mut ctx, reply_start);
+    }
     if !ctx.client.ready.is_empty() {
         let ready = std::mem::take(&mut ctx.client.ready);
         server.blocking.serve(server, ready);
     }
+}
+
+/// How far a reply starting at `reply_start` in the output buffer may
+/// grow: the `normal` class's hard output limit, and in any case no more
+/// than the whole client budget (`maxmemory-clients`), which a reply larger
+/// than every connection's buffers together could never stay within.
+fn reply_limit(server: &Server, reply_start: usize) -> ReplyLimit {
+    let hard = server.hot.output_hard_limit.load(Ordering::Relaxed) as usize;
+    let budget = server.client_budget.limit();
+    let per_reply = [hard, budget]
+        .into_iter()
+        .filter(|&limit| limit > 0)
+        .min()
+        .unwrap_or(usize::MAX);
+    ReplyLimit {
+        max_len: reply_start.saturating_add(per_reply),
+        exceeded: false,
+    }
+}
+
+/// A reply that passed the client's output limit: what was written of it
+/// is dropped and the client closed, as Redis closes a client over its
+/// hard limit, instead of holding the whole reply first.
+fn drop_oversized_reply(ctx: &mut Ctx, reply_start: usize) {
+    ctx.out.truncate(reply_start);
+    ctx.client.after_reply = Some(AfterReply::Close);
+    let handle = &ctx.client.handle;
+    crate::warning!(
+        "Client id={} addr={} closed for overcoming of output buffer limits (a reply over {} bytes).",
+        handle.id,
+        handle.addr,
+        ctx.reply_limit.max_len - reply_start,
+    );
+    ctx.server.stats.count_output_limit_disconnection();
 }
 
 /// What a write may add to the dataset, for [`Server::make_room`]: its
@@ -769,7 +838,7 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         // DEBUG SLEEP's pause is part of the command, as in Redis, where
         // the command itself sleeps.
         Some(AfterReply::Sleep(pause)) => {
-            elapsed += *pause;
+            elapsed = elapsed.saturating_add(*pause);
             None
         }
         Some(AfterReply::Block(blocked)) => Some(blocked),
@@ -886,22 +955,26 @@ mod tests {
     }
 
     #[test]
-    fn quick_requests_are_fast_and_never_block() {
+    fn quick_requests_are_keyless_fast_reads_that_never_block() {
         let table = Table::new();
         let args = |words: &[&str]| -> Vec<Bytes> {
             words.iter().map(|w| Bytes::from(w.to_string())).collect()
         };
         for quick in [
             &["PING"][..],
-            &["get", "k"],
             &["HELLO", "3"],
+            &["SELECT", "1"],
             &["nosuchcommand"],
             &["get"],
         ] {
             assert!(is_quick(&table, &args(quick)), "{quick:?}");
         }
         for slow in [
-            &["KEYS", "*"][..],
+            &["GET", "k"][..],
+            &["LPOP", "list", "1000"],
+            &["SET", "k", "v"],
+            &["PUBLISH", "channel", "message"],
+            &["KEYS", "*"],
             &["BLPOP", "list", "0"],
             &["BZPOPMIN", "zset", "0"],
             &["EXEC"],

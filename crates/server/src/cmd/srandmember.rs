@@ -7,7 +7,7 @@ use keel_store::Set;
 use rand::rngs::ThreadRng;
 
 use super::collection::read;
-use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use super::{errors, parse_i64, write_each, Ctx, Error, Spec, BASE};
 
 /// SRANDMEMBER.
 pub const SPEC: Spec = Spec {
@@ -35,33 +35,33 @@ pub fn parse_count(arg: &[u8]) -> Result<i64, Error> {
     }
 }
 
-/// Picks `count` elements of a collection of `len` elements as the
-/// random-pick commands do: `all` lists every element, `random` draws one.
-pub fn pick<T>(
+/// The picks of a random-pick command with a count, from a collection of
+/// `len` elements: how many there are, and the picks, drawn lazily. `all`
+/// lists every element, `random` draws one. With repetition (a negative
+/// count) nothing is drawn before it is written, so a count of -10^12
+/// costs one element at a time and stops when the reply reaches the
+/// client's output limit (see [`super::write_each`]).
+pub fn pick<'c, T: 'c>(
     count: i64,
     len: usize,
-    all: impl Iterator<Item = T>,
-    mut random: impl FnMut(&mut ThreadRng) -> T,
-) -> Vec<T> {
+    all: impl Iterator<Item = T> + 'c,
+    mut random: impl FnMut(&mut ThreadRng) -> T + 'c,
+) -> (usize, Box<dyn Iterator<Item = T> + 'c>) {
     let mut rng = rand::thread_rng();
     if count < 0 {
-        return (0..count.unsigned_abs())
-            .map(|_| random(&mut rng))
-            .collect();
+        let n = count.unsigned_abs() as usize;
+        return (n, Box::new((0..n).map(move |_| random(&mut rng))));
     }
-    let mut every: Vec<T> = all.collect();
     if count as usize >= len {
-        return every;
+        return (len, Box::new(all));
     }
-    let chosen = rand::seq::index::sample(&mut rng, len, count as usize).into_vec();
+    let chosen = rand::seq::index::sample(&mut rng, len, count as usize);
     let mut keep = vec![false; len];
-    chosen.iter().for_each(|&i| keep[i] = true);
-    let mut i = 0;
-    every.retain(|_| {
-        i += 1;
-        keep[i - 1]
-    });
-    every
+    chosen.iter().for_each(|i| keep[i] = true);
+    let picks = all
+        .zip(keep)
+        .filter_map(|(element, kept)| kept.then_some(element));
+    (count as usize, Box::new(picks))
 }
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
@@ -76,15 +76,16 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         3 => {
             let count = parse_count(&args[2])?;
             read(ctx, &args[1], |ctx, set: Option<&Set>| {
-                let picks = match set {
-                    None => Vec::new(),
-                    Some(s) => pick(count, s.len(), s.iter(), |rng| {
-                        s.random(rng).expect("set is not empty")
-                    }),
-                };
                 let mut w = ctx.w();
-                w.array(picks.len());
-                picks.iter().for_each(|m| w.bulk(m));
+                let Some(set) = set else {
+                    w.array(0);
+                    return Ok(());
+                };
+                let (n, picks) = pick(count, set.len(), set.iter(), |rng| {
+                    set.random(rng).expect("set is not empty")
+                });
+                w.array(n);
+                write_each(&mut w, picks, |w, member| w.bulk(&member));
                 Ok(())
             })
         }

@@ -10,7 +10,7 @@ use keel_store::ZSet;
 use rand::Rng;
 
 use super::collection::read;
-use super::{errors, is, Ctx, Error, Spec, BASE};
+use super::{errors, is, write_each, Ctx, Error, Spec, BASE};
 
 /// ZRANDMEMBER.
 pub const SPEC: Spec = Spec {
@@ -53,20 +53,16 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         return Err("ERR value is out of range".into());
     }
     read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
-        let picks = match zset {
-            None => Vec::new(),
-            Some(z) => {
-                super::srandmember::pick(count, z.len(), z.range(0, z.len()), |rng| random(z, rng))
-            }
-        };
         let mut w = ctx.w();
+        let Some(zset) = zset else {
+            w.array(0);
+            return Ok(());
+        };
+        let all = zset.range(0, zset.len());
+        let (n, picks) = super::srandmember::pick(count, zset.len(), all, |rng| random(zset, rng));
         let pairs = with_scores && w.protocol() == Protocol::Resp3;
-        w.array(if with_scores && !pairs {
-            2 * picks.len()
-        } else {
-            picks.len()
-        });
-        for (member, score) in picks {
+        w.array(if with_scores && !pairs { 2 * n } else { n });
+        write_each(&mut w, picks, |w, (member, score)| {
             if pairs {
                 w.array(2);
             }
@@ -74,7 +70,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             if with_scores {
                 w.double(score);
             }
-        }
+        });
         Ok(())
     })
 }

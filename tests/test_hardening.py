@@ -1,0 +1,212 @@
+"""Hostile clients: no request or client behaviour crashes keel, freezes it,
+or pushes it past its memory bounds.
+
+Each case is a request a hostile or careless client can send with
+redis-cli. Where Redis's behaviour is the reference the test runs against
+both servers; where Redis itself freezes, crashes or grows without bound
+and keel deliberately does better, the test is marked `keel_differs`.
+"""
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from support import OK, PONG, Err, RespConn, info, pipeline_big_sets
+
+DEBUG_NOT_ALLOWED = (
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.")
+
+
+def rss_bytes(srv) -> int:
+    status = Path(f"/proc/{srv.proc.pid}/status").read_text()
+    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+def assert_closed(conn: RespConn):
+    """The server closed `conn` without completing a reply on it."""
+    assert conn.is_closed()
+
+
+# -- one request that would allocate without limit -----------------------------------
+
+HUGE_RANDOM_PICKS = [
+    ("SADD", "SRANDMEMBER", ("s", "a"), ()),
+    ("HSET", "HRANDFIELD", ("h", "f", "v"), ()),
+    ("HSET", "HRANDFIELD", ("h", "f", "v"), ("WITHVALUES",)),
+    ("ZADD", "ZRANDMEMBER", ("z", "1", "a"), ()),
+    ("ZADD", "ZRANDMEMBER", ("z", "1", "a"), ("WITHSCORES",)),
+]
+
+
+@pytest.mark.keel_differs(reason="Redis builds the whole reply: it freezes and grows by GBs")
+@pytest.mark.parametrize("create, command, key_and_value, options", HUGE_RANDOM_PICKS)
+def test_a_reply_past_the_output_limit_closes_only_that_client(
+        start_server, create, command, key_and_value, options):
+    srv = start_server({"maxmemory": "64mb", "maxmemory-clients": "8mb"})
+    rss_before = rss_bytes(srv)
+    with srv.conn() as hostile, srv.conn() as bystander:
+        hostile.call(create, *key_and_value)
+        hostile.send(command, key_and_value[0], "-1000000000000", *options)
+        assert_closed(hostile)
+        assert bystander.call("PING") == PONG
+        stats = info(bystander, "stats")
+        assert int(stats["client_output_buffer_limit_disconnections"]) == 1
+        assert int(info(bystander, "clients")["connected_clients"]) == 1
+    # Nothing was built whole first: the reply stopped at the 8 MB limit.
+    assert rss_bytes(srv) - rss_before < 64 << 20
+
+
+def test_random_picks_with_repetition_within_the_limit_are_all_sent(c):
+    c.call("SADD", "s", "a", "b")
+    picks = c.call("SRANDMEMBER", "s", "-1000")
+    assert len(picks) == 1000 and set(picks) <= {b"a", b"b"}
+    c.call("HSET", "h", "f", "v")
+    assert c.call("HRANDFIELD", "h", "-3", "WITHVALUES") == [b"f", b"v"] * 3
+    c.call("ZADD", "z", "1", "m")
+    assert c.call("ZRANDMEMBER", "z", "-2", "WITHSCORES") == [b"m", b"1"] * 2
+    assert c.call("SRANDMEMBER", "nokey", "-5") == []
+
+
+@pytest.mark.keel_differs(reason="Redis holds a reply of any size for a normal client by default")
+def test_a_whole_list_reply_past_the_client_budget_closes_the_client(start_server):
+    srv = start_server({"maxmemory-clients": "1mb"})
+    with srv.conn() as hostile, srv.conn() as bystander:
+        value = "x" * 1000
+        for start in range(0, 3000, 500):
+            hostile.call("RPUSH", "list", *[value] * 500)
+        hostile.send("LRANGE", "list", "0", "-1")
+        assert_closed(hostile)
+        assert bystander.call("LLEN", "list") == 3000
+
+
+# -- DEBUG ---------------------------------------------------------------------------
+
+def test_debug_is_refused_by_default(start_server):
+    srv = start_server({"enable-debug-command": "no"})
+    with srv.conn() as conn:
+        assert conn.call("DEBUG", "SLEEP", "0") == Err(DEBUG_NOT_ALLOWED)
+        assert conn.call("CONFIG", "GET", "enable-debug-command") == [
+            b"enable-debug-command", b"no"]
+
+
+def test_debug_local_allows_loopback_clients(start_server):
+    srv = start_server({"enable-debug-command": "local"})
+    with srv.conn() as conn:
+        assert conn.call("DEBUG", "SLEEP", "0") == OK
+
+
+@pytest.mark.keel_differs(reason="Redis sleeps its only thread, so every client waits for ever")
+@pytest.mark.parametrize("seconds", ["1e300", "inf"])
+def test_debug_sleep_for_ever_stalls_only_its_connection(start_server, seconds):
+    srv = start_server()
+    with srv.conn() as sleeper, srv.conn() as other:
+        sleeper.call("CLIENT", "SETNAME", "sleeper")
+        sleeper.send("DEBUG", "SLEEP", seconds)
+        assert other.call("SET", "k", "v") == OK
+        assert other.call("CLIENT", "KILL", "SKIPME", "yes", "ID",
+                          str(sleeper_id(other, "sleeper"))) == 1
+        # Its reply waited with it, and is sent as it closes.
+        assert sleeper.read_until_closed() == b"+OK\r\n"
+        assert other.call("GET", "k") == b"v"
+
+
+def sleeper_id(conn, name) -> int:
+    for line in conn.call("CLIENT", "LIST").decode().splitlines():
+        fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+        if fields["name"] == name:
+            return int(fields["id"])
+    raise AssertionError(f"no client named {name}")
+
+
+@pytest.mark.keel_differs(reason="DEBUG PANIC crashes Redis; keel closes the calling connection")
+def test_a_panic_in_a_command_costs_only_that_connection(start_server):
+    srv = start_server({"threads": "2"})
+    # Connections on every worker, which must all keep being served.
+    bystanders = [srv.conn() for _ in range(8)]
+    try:
+        victim = RespConn(srv.port)
+        victim.call("HELLO", "3")
+        victim.call("CLIENT", "SETNAME", "victim")
+        victim.call("WATCH", "watched")
+        victim.call("SUBSCRIBE", "news")
+        victim.send("DEBUG", "PANIC")
+        assert_closed(victim)
+        for conn in bystanders:
+            assert conn.call("PING") == PONG
+        observer = bystanders[0]
+        assert b"name=victim" not in observer.call("CLIENT", "LIST")
+        assert observer.call("PUBSUB", "NUMSUB", "news") == [b"news", 0]
+        assert observer.call("PUBLISH", "news", "hello") == 0
+        assert int(info(observer, "clients")["connected_clients"]) == len(bystanders)
+        assert "panic in command 'DEBUG'" in srv.log_tail()
+    finally:
+        for conn in bystanders:
+            conn.close()
+
+
+# -- maxclients ----------------------------------------------------------------------
+
+def test_maxclients_refuses_one_more_with_redis_error(start_server):
+    srv = start_server({"maxclients": "4"})
+    conns = [srv.conn() for _ in range(4)]
+    try:
+        for conn in conns:
+            assert conn.call("PING") == PONG
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as extra:
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                chunk = extra.recv(1024)
+                if not chunk:
+                    break
+                reply += chunk
+            assert reply == b"-ERR max number of clients reached\r\n"
+        assert int(info(conns[0], "stats")["rejected_connections"]) == 1
+        conns.pop().close()
+        with srv.conn() as again:
+            assert again.call("PING") == PONG
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+IDLE_CONNECTIONS = 10_000
+WRITERS = 16
+SETS_PER_WRITER = 20
+BIG_VALUE = b"v" * 100_000
+
+
+def test_idle_connections_never_stall_writers(start_server):
+    """10,000 connections that never send anything, then writers pipelining
+    100 KB SETs: every write completes. In keel, idle connections once held
+    a read buffer each and filled the 64 MB client budget, and from then on
+    every writer paused for good."""
+    srv = start_server({"maxclients": str(IDLE_CONNECTIONS + WRITERS + 1)})
+    idle = []
+    try:
+        for _ in range(IDLE_CONNECTIONS):
+            idle.append(socket.create_connection(("127.0.0.1", srv.port), timeout=30))
+        with srv.conn() as conn:
+            # Every idle connection is registered before the writers start.
+            assert int(info(conn, "clients")["connected_clients"]) == IDLE_CONNECTIONS + 1
+        replies = {}
+
+        def write(n):
+            replies[n] = pipeline_big_sets(srv.port, f"w{n}", SETS_PER_WRITER, BIG_VALUE)
+
+        writers = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(timeout=50)
+        assert all(replies.get(n) == b"+OK\r\n" * SETS_PER_WRITER for n in range(WRITERS))
+        with srv.conn() as conn:
+            assert conn.call("DBSIZE") == WRITERS * SETS_PER_WRITER
+    finally:
+        for s in idle:
+            s.close()
+
