@@ -6,15 +6,12 @@
 //! shards one at a time, and DBSIZE-style statistics read the shards'
 //! published counts without any lock.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::Ordering;
-
-use parking_lot::RwLock;
 
 use super::counts::ShardCounts;
 use super::guards::{Guards, MultiWrite, ReadShard, WriteShard};
 use super::locking::{read_lock, write_lock};
-use super::Store;
+use super::{Store, SHARDS_PER_DB};
 use crate::entry::Entry;
 use crate::shard::Shard;
 
@@ -24,7 +21,6 @@ use crate::shard::Shard;
 pub struct Db<'a> {
     pub(super) store: &'a Store,
     pub(super) index: usize,
-    pub(super) shards: &'a [RwLock<Shard>],
     pub(super) counts: &'a [ShardCounts],
     pub(super) now_ms: u64,
 }
@@ -58,13 +54,11 @@ impl<'a> Db<'a> {
     }
 
     pub(super) fn shard_index(&self, key: &[u8]) -> usize {
-        // Bits 32.. of the hash: the shard's index uses the low bits for
-        // bucket positions and the top 7 for its tags.
-        ((self.store.hasher.hash_one(key) >> 32) as usize) % self.shards.len()
+        self.store.shard_index(key)
     }
 
     pub(super) fn guard(&self, index: usize) -> WriteShard<'a> {
-        let mut guard = write_lock(&self.shards[index]);
+        let mut guard = write_lock(self.store, self.index, index);
         let bytes_before = guard.used_bytes();
         let access = &self.store.access;
         guard.follow_policy(access.s3fifo_epoch(), self.store.clock());
@@ -82,7 +76,7 @@ impl<'a> Db<'a> {
     pub fn read(&self, key: &[u8]) -> ReadShard<'a> {
         let index = self.shard_index(key);
         ReadShard {
-            guards: Some(Guards::One(index, read_lock(&self.shards[index]))),
+            guards: Some(Guards::One(index, read_lock(self.store, self.index, index))),
             db: *self,
             expired_in: std::cell::Cell::new(0),
         }
@@ -97,7 +91,7 @@ impl<'a> Db<'a> {
         indexes.dedup();
         let guards = indexes
             .into_iter()
-            .map(|i| (i, read_lock(&self.shards[i])))
+            .map(|i| (i, read_lock(self.store, self.index, i)))
             .collect();
         ReadShard {
             guards: Some(Guards::Many(guards)),
@@ -159,7 +153,7 @@ impl<'a> Db<'a> {
     /// decides where to pay for freeing them (FLUSHDB ASYNC frees them on
     /// another thread).
     pub fn flush(&self) -> Vec<Shard> {
-        let all: Vec<usize> = (0..self.shards.len()).collect();
+        let all: Vec<usize> = (0..SHARDS_PER_DB).collect();
         let mut guards: Vec<WriteShard> = all.into_iter().map(|i| self.guard(i)).collect();
         guards
             .iter_mut()
@@ -175,8 +169,8 @@ impl<'a> Db<'a> {
     pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
         let match_all = pattern == b"*";
         let mut out = Vec::new();
-        for shard in self.shards {
-            let shard = read_lock(shard);
+        for shard_no in 0..SHARDS_PER_DB {
+            let shard = read_lock(self.store, self.index, shard_no);
             out.extend(
                 shard
                     .iter(self.now_ms)
@@ -208,8 +202,8 @@ impl<'a> Db<'a> {
         // asked. Like Redis's dict scan, a small database comes back whole.
         let mut budget = count.max(1).saturating_mul(10);
         let mut live_seen = 0;
-        while shard_no < self.shards.len() && budget > 0 && live_seen < count {
-            let shard = read_lock(&self.shards[shard_no]);
+        while shard_no < SHARDS_PER_DB && budget > 0 && live_seen < count {
+            let shard = read_lock(self.store, self.index, shard_no);
             let (next, live) = shard.scan(slot, budget, count - live_seen, self.now_ms, |e| {
                 if keep(e) {
                     keys.push(e.key().to_vec());
@@ -226,7 +220,7 @@ impl<'a> Db<'a> {
                 }
             }
         }
-        let next = if shard_no >= self.shards.len() {
+        let next = if shard_no >= SHARDS_PER_DB {
             0
         } else {
             ((shard_no as u64) << 32) | slot as u64
@@ -236,7 +230,9 @@ impl<'a> Db<'a> {
 
     /// A random live key (RANDOMKEY), shards weighted by their size.
     pub fn random_key(&self) -> Option<Vec<u8>> {
-        let sizes: Vec<usize> = self.shards.iter().map(|s| read_lock(s).len()).collect();
+        let sizes: Vec<usize> = (0..SHARDS_PER_DB)
+            .map(|shard_no| read_lock(self.store, self.index, shard_no).len())
+            .collect();
         let total: usize = sizes.iter().sum();
         if total == 0 {
             return None;
@@ -255,7 +251,7 @@ impl<'a> Db<'a> {
                     false
                 })
                 .expect("pick is below the total");
-            let shard = read_lock(&self.shards[shard_no]);
+            let shard = read_lock(self.store, self.index, shard_no);
             if let Some(entry) = shard.random(self.now_ms, &mut rng) {
                 return Some(entry.key().to_vec());
             }

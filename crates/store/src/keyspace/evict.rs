@@ -177,7 +177,7 @@ impl Store {
         // candidate among several, not five copies of itself.
         let mut candidates = 0;
         for (db_no, shard_no) in self.shards_at_random(volatile) {
-            let shard = read_lock(&self.dbs[db_no][shard_no]);
+            let shard = read_lock(self, db_no, shard_no);
             // A volatile policy needs a key with a TTL: a few tries in a
             // shard that has some.
             let candidate = (0..SAMPLES)

@@ -13,7 +13,7 @@
 use std::sync::atomic::Ordering;
 
 use super::locking::read_lock;
-use super::{KeyEvent, Store};
+use super::{KeyEvent, Store, SHARDS_PER_DB};
 use crate::entry::Entry;
 use crate::expiry::Reclaimed;
 
@@ -76,8 +76,9 @@ impl Store {
     /// Bytes held by keys already past their deadline and not yet
     /// reclaimed, measured over every shard (INFO's `expired_stale_perc`).
     pub fn stale_bytes(&self, now_ms: u64) -> usize {
-        self.all_shards()
-            .map(|s| read_lock(s).stale_bytes(now_ms))
+        (0..self.dbs.len())
+            .flat_map(|db| (0..SHARDS_PER_DB).map(move |shard| (db, shard)))
+            .map(|(db, shard)| read_lock(self, db, shard).stale_bytes(now_ms))
             .sum()
     }
 

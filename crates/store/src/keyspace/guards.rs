@@ -282,12 +282,7 @@ mod tests {
         assert_eq!(later.stats().keys, 0);
         assert_eq!(
             store.dataset_bytes(),
-            store
-                .db(0, 0)
-                .shards
-                .iter()
-                .map(|s| s.read().used_bytes())
-                .sum()
+            store.dbs[0].iter().map(|s| s.read().used_bytes()).sum()
         );
     }
 }

@@ -18,6 +18,7 @@
 //! - `evict`: choosing the key to evict under the maxmemory policy.
 //! - `expire`: the active expiry pass and its lag.
 
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use foldhash::fast::RandomState;
@@ -37,11 +38,12 @@ mod locking;
 use counts::ShardCounts;
 pub use db::{Db, DbMemory, DbStats};
 pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteShard};
-pub use locking::{AllLocked, Held};
+pub use locking::{Held, ShardSet, ShardsLocked};
 
 /// Shards per database. A power of two well above the core count, so two
 /// busy keys rarely share a lock; at most 64, one bit each in a reader's
-/// record of shards holding expired keys.
+/// record of shards holding expired keys and in a transaction's record of
+/// shards held.
 pub const SHARDS_PER_DB: usize = 64;
 
 /// A key leaving the store by itself, for keyspace notifications.
@@ -132,7 +134,6 @@ impl Store {
         Db {
             store: self,
             index,
-            shards: &self.dbs[index],
             counts: &self.counts[index],
             now_ms,
         }
@@ -156,6 +157,13 @@ impl Store {
     /// Only the first hook set is kept.
     pub fn set_key_event_hook(&self, hook: KeyEventHook) {
         let _ = self.key_events.0.set(hook);
+    }
+
+    /// The shard of every database that holds `key`.
+    fn shard_index(&self, key: &[u8]) -> usize {
+        // Bits 32.. of the hash: the shard's index uses the low bits for
+        // bucket positions and the top 7 for its tags.
+        ((self.hasher.hash_one(key) >> 32) as usize) % SHARDS_PER_DB
     }
 
     fn emit(&self, event: KeyEvent, db: usize, key: &[u8]) {
