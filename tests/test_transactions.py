@@ -145,6 +145,39 @@ def test_select_inside_transaction(c):
     assert c.call("GET", "k") is None
 
 
+def test_transaction_reaches_every_database_and_counted_key_it_names(c, connect):
+    """EXEC locks the shards of its commands' keys only: keys named after a
+    SELECT, counted keys (ZUNIONSTORE, SINTERCARD, ZINTERCARD), a COPY into
+    another database, watched keys and whole-database commands all run as
+    Redis runs them."""
+    c.call("ZADD", "z", "1", "a")
+    c.call("SADD", "s1", "a", "b")
+    c.call("SADD", "s2", "b")
+    c.call("SELECT", "3")
+    c.call("SET", "watched", "v")
+    assert c.call("WATCH", "watched") == OK
+    c.call("SELECT", "0")
+    connect().call("SET", "unrelated", "v")
+    assert c.call("MULTI") == OK
+    queued = [
+        ("ZUNIONSTORE", "zu", "1", "z"),
+        ("SINTERCARD", "2", "s1", "s2"),
+        ("ZINTERCARD", "1", "z"),
+        ("SELECT", "1"),
+        ("SET", "k", "db1"),
+        ("COPY", "k", "c", "DB", "2"),
+        ("SELECT", "2"),
+        ("GET", "c"),
+        ("DBSIZE",),
+        ("SELECT", "0"),
+        ("ZCARD", "zu"),
+        ("DBSIZE",),
+    ]
+    for cmd in queued:
+        assert c.call(*cmd) == QUEUED
+    assert c.call("EXEC") == [1, 1, 1, OK, OK, 1, OK, b"db1", 1, OK, 1, 5]
+
+
 def test_optimistic_increments_from_100_clients_are_exact(server, flushed):
     clients, rounds, keys = 100, 20, ["a", "b", "c"]
 

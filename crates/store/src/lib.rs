@@ -35,8 +35,8 @@ pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
-    AllLocked, Db, DbMemory, DbStats, Held, KeyEvent, KeyEventHook, Lookup, MultiWrite, ReadShard,
-    Store, Vacant, WriteShard, SHARDS_PER_DB,
+    Db, DbMemory, DbStats, Held, KeyEvent, KeyEventHook, Lookup, MultiWrite, ReadShard, ShardSet,
+    ShardsLocked, Store, Vacant, WriteShard, SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use keel_resp::Writer;
 
-use super::{errors, is, Ctx, Error, Spec, Table, BASE, HELP};
+use super::{errors, is, parse_i64, Ctx, Error, Spec, Table, BASE, HELP};
 
 /// COMMAND (container; alone, it lists every command's info).
 pub const SPEC: Spec = Spec {
@@ -227,12 +227,73 @@ fn getkeys(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
         return Err("ERR Invalid number of arguments specified for command".into());
     }
-    if spec.keys.0 == 0 {
+    let keys =
+        keys_of(spec, command).ok_or(Error::from("ERR Invalid arguments specified for command"))?;
+    if keys.is_empty() {
         return Err("ERR The command has no key arguments".into());
     }
-    let keys: Vec<&Bytes> = spec.key_args(command).collect();
     let mut w = ctx.w();
     w.array(keys.len());
     keys.iter().for_each(|k| w.bulk(k));
     Ok(())
+}
+
+/// The key arguments of `args` (the command name first): the spec's key
+/// positions, and for a command that says how many keys follow (ZUNION,
+/// ZUNIONSTORE, SINTERCARD, ...) the keys it counts, as Redis's getkeys
+/// procedures find them. `None` when they cannot be told: a count that is
+/// not a positive number within the arguments, or a command with keys at
+/// moving positions that no rule here knows.
+pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
+    let count_at = match spec.name {
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,
+        "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        _ if spec.has_flag("movablekeys") => return None,
+        _ => return Some(keys),
+    };
+    let count = parse_i64(args.get(count_at)?).ok()?;
+    let count = usize::try_from(count).ok().filter(|&n| n > 0)?;
+    keys.extend(args.get(count_at + 1..)?.get(..count)?);
+    Some(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &str) -> Vec<Bytes> {
+        words
+            .split(' ')
+            .map(|w| Bytes::from(w.to_string()))
+            .collect()
+    }
+
+    fn found(words: &str) -> Option<Vec<String>> {
+        let table = Table::new();
+        let args = args(words);
+        let spec = table.specs()[table.id(&args[0]).expect("a known command")];
+        let keys = keys_of(spec, &args)?;
+        Some(
+            keys.iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn keys_follow_fixed_positions_and_key_counts() {
+        let some = |keys: &[&str]| Some(keys.iter().map(|k| k.to_string()).collect());
+        assert_eq!(found("mset a 1 b 2"), some(&["a", "b"]));
+        assert_eq!(found("ping"), some(&[]));
+        assert_eq!(
+            found("zunionstore d 2 a b weights 1 2"),
+            some(&["d", "a", "b"])
+        );
+        assert_eq!(found("zinter 2 a b withscores"), some(&["a", "b"]));
+        assert_eq!(found("sintercard 3 a b c limit 1"), some(&["a", "b", "c"]));
+        assert_eq!(found("zunion 3 a b"), None, "count past the arguments");
+        assert_eq!(found("zdiff 0 a"), None, "no key counted");
+        assert_eq!(found("zintercard x a"), None, "count not a number");
+    }
 }

@@ -8,12 +8,21 @@
 //! queue holding a command that may grow memory: that discards the
 //! transaction with an EXECABORT naming the reason.
 //!
-//! EXEC runs the queue atomically across every shard and database with
-//! `Store::lock_all`: it takes every shard lock in the store's fixed order
-//! and lends those locks to the queued commands' handlers, which run
-//! unchanged (see `keel_store::keyspace`). No other client sees a state
-//! between two queued commands, and nothing on the normal command path
-//! takes a global lock — only EXEC pays, once per transaction.
+//! EXEC runs the queue atomically: before the first queued command it
+//! write-locks every shard the transaction reaches, in the store's one
+//! global order (by database, then shard: the order every multi-shard lock
+//! follows, so it cannot deadlock), and the store lends those locks to the
+//! queued commands' handlers, which run unchanged (see
+//! `keel_store::keyspace`'s locking). The shards reached are those of the
+//! watched keys and of each queued command's keys, in the database
+//! selected when it runs (a queued SELECT moves the later commands); the
+//! keys are found as COMMAND GETKEYS finds them. A queued command that
+//! reaches keys it does not name — FLUSHALL, KEYS, SCAN, DBSIZE, INFO, a
+//! COPY into another database, any keyless command not known to leave the
+//! keyspace alone — locks every shard, as does one whose keys cannot be
+//! told. No other client sees a state between two queued commands on the
+//! keys they touch, and clients on other keys are not held up: nothing on
+//! the normal command path takes a global lock.
 //!
 //! WATCH registers the connection's flag with the shard of each key; the
 //! shard sets it when the key is modified as Redis signals it — a write
@@ -26,11 +35,12 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use keel_store::ShardSet;
 
 use crate::client::Client;
 use crate::server::Server;
 
-use super::{Ctx, Error, Spec, BASE};
+use super::{is, parse_i64, Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
     Spec {
@@ -177,6 +187,75 @@ pub fn unwatch_all(server: &Server, client: &mut Client, now_ms: u64) {
     tx.dirty.store(false, Ordering::Relaxed);
 }
 
+/// The shards a transaction reaches: those of the keys `client` watches
+/// and of the keys of each of the `queued` commands, in the database
+/// selected when it runs; every shard if a command reaches keys it does
+/// not name or its keys cannot be told.
+fn shards_reached<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]) -> ShardSet<'s> {
+    let mut shards = server.store.shard_set();
+    for (db, key, _) in &client.tx.watched {
+        shards.insert_key(*db, key);
+    }
+    let mut db = client.db;
+    for args in queued {
+        let id = super::resolve(&server.commands, args).ok();
+        let spec = server.commands.specs()[id.expect("resolved when queued")];
+        let keys = super::command::keys_of(spec, args).unwrap_or_default();
+        if (keys.is_empty() && !reaches_no_key(spec)) || copies_to_another_db(spec, args) {
+            shards.insert_all();
+            return shards;
+        }
+        for key in keys {
+            shards.insert_key(db, key);
+        }
+        if spec.name == "select" {
+            db = selected_db(server, args).unwrap_or(db);
+        }
+    }
+    shards
+}
+
+/// Keyless commands that reach no key and no whole database: connection,
+/// server and pub/sub commands, and UNWATCH, which reaches only the
+/// watched keys that EXEC locks anyway. Any other keyless command locks
+/// every shard, so a command added later is safe until it is listed here.
+fn reaches_no_key(spec: &Spec) -> bool {
+    let command = spec.name.split('|').next().unwrap_or(spec.name);
+    matches!(
+        command,
+        "ping"
+            | "echo"
+            | "select"
+            | "time"
+            | "config"
+            | "client"
+            | "command"
+            | "hello"
+            | "auth"
+            | "slowlog"
+            | "latency"
+            | "publish"
+            | "pubsub"
+            | "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "unwatch"
+    )
+}
+
+/// COPY with a DB option writes its destination in another database than
+/// its key positions say.
+fn copies_to_another_db(spec: &Spec, args: &[Bytes]) -> bool {
+    spec.name == "copy" && args[3..].iter().any(|arg| is(arg, "db"))
+}
+
+/// The database a queued SELECT switches to, if it succeeds.
+fn selected_db(server: &Server, args: &[Bytes]) -> Option<usize> {
+    let index = usize::try_from(parse_i64(&args[1]).ok()?).ok()?;
+    (index < server.store.databases()).then_some(index)
+}
+
 fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     let Some(queued) = ctx.client.tx.queued.take() else {
         return Err("ERR EXEC without MULTI".into());
@@ -186,7 +265,7 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
         return Err("EXECABORT Transaction discarded because of previous errors.".into());
     }
     ctx.client.tx.grows_memory = false;
-    let all = ctx.server.store.lock_all();
+    let locked = shards_reached(ctx.server, ctx.client, &queued).lock();
     let tx = &ctx.client.tx;
     let watched_changed = tx.dirty.load(Ordering::Relaxed)
         || tx.watched.iter().any(|(db_index, key, was_live)| {
@@ -200,7 +279,7 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
                     .is_none()
         });
     if watched_changed {
-        drop(all);
+        drop(locked);
         unwatch_all(ctx.server, ctx.client, ctx.now_ms);
         ctx.w().null_array();
         return Ok(());
@@ -212,7 +291,7 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
         super::call(ctx, id.expect("resolved when queued"), args);
     }
     ctx.client.tx.executing = false;
-    drop(all);
+    drop(locked);
     unwatch_all(ctx.server, ctx.client, ctx.now_ms);
     Ok(())
 }

@@ -1,0 +1,66 @@
+//! Each shard's counts and byte totals as of its last write.
+//!
+//! A shard guard publishes them when it is released (see
+//! `guards::WriteShard`), with relaxed atomic stores. Whoever needs a
+//! total over many shards — DBSIZE, INFO, MEMORY STATS, the eviction and
+//! expiry passes choosing where to go — reads these instead of locking
+//! every shard, so it never waits behind a writer.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::shard::Shard;
+
+/// A shard's counts and byte totals as of its last write, published when
+/// the write lock is released. Aggregate readers (DBSIZE, INFO keyspace
+/// and memory, MEMORY STATS, the metrics endpoint) read these instead of
+/// locking every shard, so they never wait behind a writer or a background
+/// pass — which would stall every other connection of the worker thread
+/// serving them.
+#[derive(Debug)]
+pub(super) struct ShardCounts {
+    pub(super) keys: AtomicUsize,
+    pub(super) expires: AtomicUsize,
+    /// Sum of the deadlines in ms, saturated at `u64::MAX` (ten million
+    /// keys with a TTL in one shard).
+    pub(super) expire_sum_ms: AtomicU64,
+    pub(super) reclaimed_expired: AtomicU64,
+    pub(super) data_bytes: AtomicUsize,
+    pub(super) table_bytes: AtomicUsize,
+    pub(super) expiry_index_bytes: AtomicUsize,
+    /// The earliest deadline of any key, `u64::MAX` for none: active
+    /// expiry skips the shard until then without locking it.
+    pub(super) next_deadline: AtomicU64,
+}
+
+impl Default for ShardCounts {
+    fn default() -> Self {
+        ShardCounts {
+            keys: AtomicUsize::new(0),
+            expires: AtomicUsize::new(0),
+            expire_sum_ms: AtomicU64::new(0),
+            reclaimed_expired: AtomicU64::new(0),
+            data_bytes: AtomicUsize::new(0),
+            table_bytes: AtomicUsize::new(0),
+            expiry_index_bytes: AtomicUsize::new(0),
+            next_deadline: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl ShardCounts {
+    pub(super) fn publish(&self, shard: &Shard) {
+        self.keys.store(shard.len(), Ordering::Relaxed);
+        self.expires.store(shard.expires(), Ordering::Relaxed);
+        let sum = u64::try_from(shard.expire_sum_ms()).unwrap_or(u64::MAX);
+        self.expire_sum_ms.store(sum, Ordering::Relaxed);
+        self.reclaimed_expired
+            .store(shard.reclaimed_expired(), Ordering::Relaxed);
+        self.data_bytes.store(shard.data_bytes(), Ordering::Relaxed);
+        self.table_bytes
+            .store(shard.table_bytes(), Ordering::Relaxed);
+        self.expiry_index_bytes
+            .store(shard.expiry_index_bytes(), Ordering::Relaxed);
+        self.next_deadline
+            .store(shard.next_deadline().unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,378 @@
+//! One database at one instant: the API command handlers call.
+//!
+//! [`Db`] maps a key to its shard and hands out guards on the shards
+//! (single, or several in ascending order for atomic multi-key commands);
+//! whole-database operations (FLUSHDB, KEYS, SCAN, RANDOMKEY) visit the
+//! shards one at a time, and DBSIZE-style statistics read the shards'
+//! published counts without any lock.
+
+use std::sync::atomic::Ordering;
+
+use super::counts::ShardCounts;
+use super::guards::{Guards, MultiWrite, ReadShard, WriteShard};
+use super::locking::{read_lock, write_lock};
+use super::{Store, SHARDS_PER_DB};
+use crate::entry::Entry;
+use crate::shard::Shard;
+
+/// One database at one instant: every call made through it sees the same
+/// "now", as one Redis command does.
+#[derive(Clone, Copy)]
+pub struct Db<'a> {
+    pub(super) store: &'a Store,
+    pub(super) index: usize,
+    pub(super) counts: &'a [ShardCounts],
+    pub(super) now_ms: u64,
+}
+
+/// Statistics of one database, for INFO keyspace.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DbStats {
+    /// Keys, including expired ones not reclaimed yet.
+    pub keys: usize,
+    /// Keys with a TTL.
+    pub expires: usize,
+    /// Average remaining TTL of keys with one, in milliseconds.
+    pub avg_ttl_ms: u64,
+}
+
+/// Where one database's bytes go, for MEMORY STATS.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DbMemory {
+    /// Keys and values themselves.
+    pub data: usize,
+    /// Slots, hash index and free lists holding the keys.
+    pub tables: usize,
+    /// The deadline index of keys with a TTL.
+    pub expiry_index: usize,
+}
+
+impl<'a> Db<'a> {
+    /// The instant this view answers for.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    pub(super) fn shard_index(&self, key: &[u8]) -> usize {
+        self.store.shard_index(key)
+    }
+
+    pub(super) fn guard(&self, index: usize) -> WriteShard<'a> {
+        let mut guard = write_lock(self.store, self.index, index);
+        let bytes_before = guard.used_bytes();
+        let access = &self.store.access;
+        guard.follow_policy(access.s3fifo_epoch(), self.store.clock());
+        WriteShard {
+            bytes_before,
+            guard,
+            counts: &self.counts[index],
+            store: self.store,
+            db: self.index,
+            now_ms: self.now_ms,
+        }
+    }
+
+    /// Read access to the shard holding `key`.
+    pub fn read(&self, key: &[u8]) -> ReadShard<'a> {
+        let index = self.shard_index(key);
+        ReadShard {
+            guards: Some(Guards::One(index, read_lock(self.store, self.index, index))),
+            db: *self,
+            expired_in: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Read access to the shards of all `keys` at once, so a multi-key read
+    /// (MGET) sees one instant: never half of a concurrent MSET. Guards are
+    /// taken in ascending shard order, like [`Db::write_many`].
+    pub fn read_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> ReadShard<'a> {
+        let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        let guards = indexes
+            .into_iter()
+            .map(|i| (i, read_lock(self.store, self.index, i)))
+            .collect();
+        ReadShard {
+            guards: Some(Guards::Many(guards)),
+            db: *self,
+            expired_in: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Write access to the shard holding `key`.
+    pub fn write(&self, key: &[u8]) -> WriteShard<'a> {
+        self.guard(self.shard_index(key))
+    }
+
+    /// Write access to the shards of all `keys` at once, for commands that
+    /// must be atomic across keys. Guards are taken in ascending shard
+    /// order, which is what keeps concurrent multi-key commands from
+    /// deadlocking.
+    pub fn write_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> MultiWrite<'a> {
+        let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        MultiWrite {
+            db: *self,
+            guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
+        }
+    }
+
+    /// Keys, TTL count and average TTL of this database.
+    pub fn stats(&self) -> DbStats {
+        let (mut keys, mut expires, mut sum) = (0usize, 0usize, 0u128);
+        for counts in self.counts {
+            keys += counts.keys.load(Ordering::Relaxed);
+            expires += counts.expires.load(Ordering::Relaxed);
+            sum += counts.expire_sum_ms.load(Ordering::Relaxed) as u128;
+        }
+        let avg_ttl_ms = match expires {
+            0 => 0,
+            n => (sum / n as u128).saturating_sub(self.now_ms as u128) as u64,
+        };
+        DbStats {
+            keys,
+            expires,
+            avg_ttl_ms,
+        }
+    }
+
+    /// Where this database's bytes go.
+    pub fn memory(&self) -> DbMemory {
+        let mut m = DbMemory::default();
+        for counts in self.counts {
+            m.data += counts.data_bytes.load(Ordering::Relaxed);
+            m.tables += counts.table_bytes.load(Ordering::Relaxed);
+            m.expiry_index += counts.expiry_index_bytes.load(Ordering::Relaxed);
+        }
+        m
+    }
+
+    /// Removes every key. The old contents are returned so that the caller
+    /// decides where to pay for freeing them (FLUSHDB ASYNC frees them on
+    /// another thread).
+    pub fn flush(&self) -> Vec<Shard> {
+        let all: Vec<usize> = (0..SHARDS_PER_DB).collect();
+        let mut guards: Vec<WriteShard> = all.into_iter().map(|i| self.guard(i)).collect();
+        guards
+            .iter_mut()
+            .map(|g| {
+                let old = std::mem::replace(&mut **g.guard, Shard::new(self.store.hasher));
+                g.guard.adopt_watchers(&old);
+                old
+            })
+            .collect()
+    }
+
+    /// Every live key matching `pattern` (KEYS).
+    pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
+        let match_all = pattern == b"*";
+        let mut out = Vec::new();
+        for shard_no in 0..SHARDS_PER_DB {
+            let shard = read_lock(self.store, self.index, shard_no);
+            out.extend(
+                shard
+                    .iter(self.now_ms)
+                    .filter(|e| match_all || crate::glob_match(pattern, e.key(), false))
+                    .map(|e| e.key().to_vec()),
+            );
+        }
+        out
+    }
+
+    /// One SCAN step from `cursor`: visits about `count` live keys (and at
+    /// most ten times as many slots) and returns the next cursor (0 when
+    /// done) and the keys among them that `keep` accepts.
+    ///
+    /// The cursor is `shard << 32 | slot`. Keys never change slot while
+    /// they exist, so a key present for the whole iteration is returned
+    /// exactly once.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        mut keep: impl FnMut(&Entry) -> bool,
+    ) -> (u64, Vec<Vec<u8>>) {
+        let mut shard_no = (cursor >> 32) as usize;
+        let mut slot = (cursor & 0xffff_ffff) as usize;
+        let mut keys = Vec::new();
+        // Work bound per call, in slots visited, so a sparse keyspace still
+        // makes progress and a dense one does not return far more than
+        // asked. Like Redis's dict scan, a small database comes back whole.
+        let mut budget = count.max(1).saturating_mul(10);
+        let mut live_seen = 0;
+        while shard_no < SHARDS_PER_DB && budget > 0 && live_seen < count {
+            let shard = read_lock(self.store, self.index, shard_no);
+            let (next, live) = shard.scan(slot, budget, count - live_seen, self.now_ms, |e| {
+                if keep(e) {
+                    keys.push(e.key().to_vec());
+                }
+            });
+            live_seen += live;
+            let visited = next.unwrap_or(shard.slot_count()).saturating_sub(slot);
+            budget = budget.saturating_sub(visited);
+            match next {
+                Some(s) => slot = s,
+                None => {
+                    shard_no += 1;
+                    slot = 0;
+                }
+            }
+        }
+        let next = if shard_no >= SHARDS_PER_DB {
+            0
+        } else {
+            ((shard_no as u64) << 32) | slot as u64
+        };
+        (next, keys)
+    }
+
+    /// A random live key (RANDOMKEY), shards weighted by their size.
+    pub fn random_key(&self) -> Option<Vec<u8>> {
+        let sizes: Vec<usize> = (0..SHARDS_PER_DB)
+            .map(|shard_no| read_lock(self.store, self.index, shard_no).len())
+            .collect();
+        let total: usize = sizes.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut rng = rand::thread_rng();
+        // A shard can turn out to hold only expired keys; try others.
+        for _ in 0..sizes.len() {
+            let mut pick = rand::Rng::gen_range(&mut rng, 0..total);
+            let shard_no = sizes
+                .iter()
+                .position(|&n| {
+                    if pick < n {
+                        return true;
+                    }
+                    pick -= n;
+                    false
+                })
+                .expect("pick is below the total");
+            let shard = read_lock(self.store, self.index, shard_no);
+            if let Some(entry) = shard.random(self.now_ms, &mut rng) {
+                return Some(entry.key().to_vec());
+            }
+        }
+        None
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyspace::s;
+
+    #[test]
+    fn scan_returns_every_key_present_throughout() {
+        let store = Store::new(1);
+        let db = store.db(0, 0);
+        for i in 0..2000 {
+            let k = format!("stable{i}");
+            db.write(k.as_bytes()).insert(k.as_bytes(), s("v"), None);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            let (next, keys) = db.scan(cursor, 10, |_| true);
+            seen.extend(keys);
+            // Churn between calls: add and delete other keys.
+            for j in 0..20 {
+                let k = format!("churn{round}-{j}");
+                db.write(k.as_bytes()).insert(k.as_bytes(), s("v"), None);
+                let old = format!("churn{}-{j}", round / 2);
+                db.write(old.as_bytes()).remove(old.as_bytes());
+            }
+            round += 1;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        for i in 0..2000 {
+            assert!(
+                seen.contains(format!("stable{i}").as_bytes()),
+                "stable{i} missed"
+            );
+        }
+    }
+
+    #[test]
+    fn read_many_sees_every_key_and_reclaims_expired_ones() {
+        let store = Store::new(1);
+        let db = store.db(0, 0);
+        let keys: Vec<String> = (0..300).map(|i| format!("k{i}")).collect();
+        for (i, k) in keys.iter().enumerate() {
+            let ttl = (i % 3 == 0).then_some(50);
+            db.write(k.as_bytes()).insert(k.as_bytes(), s("v"), ttl);
+        }
+        let later = store.db(0, 100);
+        let reader = later.read_many(&keys);
+        let found = keys
+            .iter()
+            .filter(|k| reader.get(k.as_bytes()).is_some())
+            .count();
+        assert_eq!(found, 200);
+        drop(reader);
+        assert_eq!(later.stats().keys, 200);
+    }
+
+    #[test]
+    fn stats_count_ttls_and_average() {
+        let store = Store::new(1);
+        let db = store.db(0, 1_000);
+        db.write(b"a").insert(b"a", s("1"), Some(11_000));
+        db.write(b"b").insert(b"b", s("1"), Some(21_000));
+        db.write(b"c").insert(b"c", s("1"), None);
+        assert_eq!(
+            db.stats(),
+            DbStats {
+                keys: 3,
+                expires: 2,
+                avg_ttl_ms: 15_000
+            }
+        );
+    }
+
+    #[test]
+    fn db_stats_do_not_wait_for_a_writer() {
+        let store = std::sync::Arc::new(Store::new(1));
+        for i in 0..100 {
+            let k = format!("k{i}");
+            store
+                .db(0, 0)
+                .write(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), Some(10_000));
+        }
+        let held = store.db(0, 0).write(b"k0");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = {
+            let store = store.clone();
+            std::thread::spawn(move || tx.send(store.db(0, 0).stats()).unwrap())
+        };
+        let stats = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("DBSIZE-style stats answered while a shard is write-locked");
+        drop(held);
+        reader.join().unwrap();
+        assert_eq!((stats.keys, stats.expires), (100, 100));
+    }
+
+    #[test]
+    fn write_many_locks_each_shard_once() {
+        let store = Store::new(1);
+        let db = store.db(0, 0);
+        let keys: Vec<String> = (0..500).map(|i| format!("k{i}")).collect();
+        let mut locked = db.write_many(&keys);
+        for k in &keys {
+            locked
+                .shard(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), None);
+        }
+        drop(locked);
+        assert_eq!(db.stats().keys, 500);
+        assert_eq!(db.keys(b"k1*").len(), 111);
+    }
+}

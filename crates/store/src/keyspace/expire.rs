@@ -1,0 +1,154 @@
+//! The active expiry pass, as Redis's expire.c drives it, and what INFO
+//! reports about it.
+//!
+//! Each shard keeps its keys with a TTL in deadline order (`crate::expiry`);
+//! readers and writers delete the expired keys they meet. The server calls
+//! [`Store::reclaim_expired`] every tick for the keys nobody meets: it
+//! walks every shard, skips without a lock those whose published earliest
+//! deadline is still ahead, and takes at most a bounded batch from each of
+//! the others, so no lock is held for long. Each removal's delay past its
+//! deadline feeds the lag window (`expire_lag_ms_max`); stale bytes are
+//! what expired keys not yet reclaimed still hold.
+
+use std::sync::atomic::Ordering;
+
+use super::locking::read_lock;
+use super::{KeyEvent, Store, SHARDS_PER_DB};
+use crate::entry::Entry;
+use crate::expiry::Reclaimed;
+
+impl Store {
+    /// One pass of active expiry over every shard: removes keys whose
+    /// deadline has passed, at most `max_per_shard` per shard so no shard
+    /// lock is held for long, handing each to `free` once its shard is
+    /// released. Shards with nothing due are skipped without a lock, by the
+    /// earliest deadline their last write published. `hold` is called
+    /// before the work on each shard with keys due, and what it returns is
+    /// dropped when that work (lock, unlink, `free`) is done: the server
+    /// runs just those stretches at its workers' priority. Returns what was
+    /// removed and whether any shard still has keys due (call again).
+    pub fn reclaim_expired<H>(
+        &self,
+        now_ms: u64,
+        max_per_shard: usize,
+        mut hold: impl FnMut() -> H,
+        mut free: impl FnMut(Entry),
+    ) -> (Reclaimed, bool) {
+        let (mut done, mut more) = (Reclaimed::default(), false);
+        let mut unlinked = Vec::with_capacity(max_per_shard.min(1024));
+        for db_no in 0..self.dbs.len() {
+            let db = self.db(db_no, now_ms);
+            for (shard_no, counts) in self.counts[db_no].iter().enumerate() {
+                if counts.next_deadline.load(Ordering::Relaxed) > now_ms {
+                    continue;
+                }
+                let held = hold();
+                let mut guard = db.guard(shard_no);
+                let reclaimed = guard
+                    .guard
+                    .reclaim_expired(now_ms, max_per_shard, &mut unlinked);
+                done.add(reclaimed);
+                more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
+                drop(guard);
+                for entry in unlinked.drain(..) {
+                    self.emit(KeyEvent::Expired, db_no, entry.key());
+                    free(entry);
+                }
+                self.record_lag(now_ms, reclaimed);
+                drop(held);
+            }
+        }
+        (done, more)
+    }
+
+    pub(super) fn record_lag(&self, now_ms: u64, done: Reclaimed) {
+        if done.keys > 0 {
+            self.lag.lock().record(now_ms, done.max_lag_ms);
+        }
+    }
+
+    /// The worst delay, in ms, between a key's deadline and its removal
+    /// over the last minute (INFO's `expire_lag_ms_max`).
+    pub fn expire_lag_ms_max(&self, now_ms: u64) -> u64 {
+        self.lag.lock().max(now_ms)
+    }
+
+    /// Bytes held by keys already past their deadline and not yet
+    /// reclaimed, measured over every shard (INFO's `expired_stale_perc`).
+    pub fn stale_bytes(&self, now_ms: u64) -> usize {
+        (0..self.dbs.len())
+            .flat_map(|db| (0..SHARDS_PER_DB).map(move |shard| (db, shard)))
+            .map(|(db, shard)| read_lock(self, db, shard).stale_bytes(now_ms))
+            .sum()
+    }
+
+    /// Expired keys reclaimed so far (the `expired_keys` statistic).
+    pub fn expired_keys(&self) -> u64 {
+        self.counts
+            .iter()
+            .flat_map(|db| db.iter())
+            .map(|counts| counts.reclaimed_expired.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::keyspace::{s, DbStats, Store};
+
+    #[test]
+    fn active_expiry_reclaims_keys_nobody_reads() {
+        let store = Store::new(2);
+        for i in 0..1000u64 {
+            let k = format!("k{i}");
+            store.db((i % 2) as usize, 0).write(k.as_bytes()).insert(
+                k.as_bytes(),
+                s("v"),
+                Some(10 + i % 3),
+            );
+        }
+        store.db(0, 0).write(b"keep").insert(b"keep", s("v"), None);
+        let mut freed = 0;
+        let (done, more) = store.reclaim_expired(11, 1, || (), |_| freed += 1);
+        assert!(more, "one key per shard per pass leaves work");
+        assert_eq!(done.keys, freed);
+        assert_eq!(store.expire_lag_ms_max(11), 1);
+        while store.reclaim_expired(12, 1, || (), |_| freed += 1).1 {}
+        assert_eq!(freed, 1000);
+        assert_eq!(store.expired_keys(), 1000);
+        assert_eq!(
+            store.db(0, 12).stats(),
+            DbStats {
+                keys: 1,
+                expires: 0,
+                avg_ttl_ms: 0
+            }
+        );
+    }
+
+    #[test]
+    fn active_expiry_passes_a_locked_shard_with_nothing_due() {
+        let store = std::sync::Arc::new(Store::new(1));
+        let db = store.db(0, 0);
+        db.write(b"later").insert(b"later", s("v"), Some(1_000_000));
+        // A key due now, in another shard than "later".
+        let due = (0..)
+            .map(|i| format!("due{i}"))
+            .find(|k| db.shard_index(k.as_bytes()) != db.shard_index(b"later"))
+            .unwrap();
+        db.write(due.as_bytes())
+            .insert(due.as_bytes(), s("v"), Some(10));
+        let held = db.write(b"later");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reclaimer = {
+            let store = store.clone();
+            std::thread::spawn(move || tx.send(store.reclaim_expired(20, 64, || (), drop)).unwrap())
+        };
+        let (done, more) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("expiry skips a shard with nothing due without locking it");
+        drop(held);
+        reclaimer.join().unwrap();
+        assert_eq!((done.keys, more), (1, false));
+    }
+}

@@ -1,0 +1,288 @@
+//! The guards [`Db`](super::Db) hands out on locked shards, and what they
+//! do when released.
+//!
+//! [`ReadShard`] sees keys past their deadline as absent and deletes them
+//! under the write lock once its read guards are gone. [`WriteShard`]
+//! publishes the shard's counts and updates the store's byte total by what
+//! the shard gained or lost. [`MultiWrite`] is several write guards taken
+//! together; [`Lookup`] and [`Vacant`] serve commands that update a value
+//! or create it.
+
+use std::sync::atomic::Ordering;
+
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+
+use super::counts::ShardCounts;
+use super::locking::Held;
+use super::{Db, KeyEvent, Store};
+use crate::access::Access;
+use crate::entry::Entry;
+use crate::shard::{EntryMut, Shard};
+use crate::value::Value;
+
+/// Read guards of one shard, or of several taken together.
+pub(super) enum Guards<'a> {
+    One(usize, Held<RwLockReadGuard<'a, Shard>>),
+    Many(Vec<(usize, Held<RwLockReadGuard<'a, Shard>>)>),
+}
+
+/// Shards locked for reading, seen at one instant.
+///
+/// A reader that meets an expired key sees it as absent; when the guards
+/// are released, the key is deleted under the write lock, as Redis deletes
+/// an expired key on access, so reads never keep dead keys in memory. All
+/// read guards are released before any write lock is taken, which keeps the
+/// locking discipline.
+pub struct ReadShard<'a> {
+    pub(super) guards: Option<Guards<'a>>,
+    pub(super) db: Db<'a>,
+    /// Bit `i` set: shard `i` holds an expired key a reader met.
+    pub(super) expired_in: std::cell::Cell<u64>,
+}
+
+impl ReadShard<'_> {
+    /// The locked shard holding `key` and its index. Panics if `key` was not
+    /// among the keys the guards were taken for.
+    fn shard_of(&self, key: &[u8]) -> (usize, &Shard) {
+        match self.guards.as_ref().expect("held until drop") {
+            Guards::One(index, guard) => (*index, guard),
+            Guards::Many(guards) => {
+                let index = self.db.shard_index(key);
+                let at = guards
+                    .binary_search_by_key(&index, |(i, _)| *i)
+                    .expect("key's shard was locked by read_many");
+                (index, &guards[at].1)
+            }
+        }
+    }
+
+    fn live(&self, key: &[u8]) -> Option<&Entry> {
+        let (index, shard) = self.shard_of(key);
+        let entry = shard.get_even_expired(key)?;
+        if entry.is_expired(self.db.now_ms) {
+            self.expired_in.set(self.expired_in.get() | 1 << index);
+            return None;
+        }
+        Some(entry)
+    }
+
+    /// The live entry for `key`, recording the access (LRU/LFU) with a
+    /// relaxed atomic store: no write lock is needed to keep recency.
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        let entry = self.live(key)?;
+        let store = self.db.store;
+        entry.access().touch(&store.access, store.clock());
+        Some(entry)
+    }
+
+    /// The live entry for `key`, without recording an access (OBJECT,
+    /// TYPE-like introspection that Redis does not count as use).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.live(key)
+    }
+}
+
+impl Drop for ReadShard<'_> {
+    fn drop(&mut self) {
+        drop(self.guards.take());
+        let mut expired_in = self.expired_in.get();
+        while expired_in != 0 {
+            let index = expired_in.trailing_zeros() as usize;
+            expired_in &= expired_in - 1;
+            // Earliest deadlines first, so the key just met goes unless a
+            // large batch is due ahead of it, which active expiry handles.
+            const MAX_RECLAIMED_ON_READ: usize = 64;
+            let mut unlinked = Vec::new();
+            let mut shard = self.db.guard(index);
+            let done =
+                shard
+                    .guard
+                    .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, &mut unlinked);
+            drop(shard);
+            for entry in unlinked {
+                self.db
+                    .store
+                    .emit(KeyEvent::Expired, self.db.index, entry.key());
+            }
+            self.db.store.record_lag(self.db.now_ms, done);
+        }
+    }
+}
+
+/// A shard locked for writing, seen at one instant. When dropped, the
+/// store's dataset byte count is updated by what the shard gained or lost.
+pub struct WriteShard<'a> {
+    pub(super) guard: Held<RwLockWriteGuard<'a, Shard>>,
+    pub(super) counts: &'a ShardCounts,
+    pub(super) store: &'a Store,
+    pub(super) db: usize,
+    pub(super) now_ms: u64,
+    pub(super) bytes_before: usize,
+}
+
+impl<'a> WriteShard<'a> {
+    /// The live entry for `key`, without recording an access.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.guard.get(key, self.now_ms)
+    }
+
+    /// The live entry for `key`, for modification; records the access.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
+        let clock = self.store.clock();
+        let entry = self.guard.get_mut(key, self.now_ms)?;
+        entry.entry().access().touch(&self.store.access, clock);
+        Some(entry)
+    }
+
+    /// Sets `key` to `value` with an optional deadline, replacing what was
+    /// there. Returns the previous live entry.
+    pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
+        let access = Access::new(&self.store.access, self.store.clock());
+        let entry = Entry::new(key, value, expire_at_ms, access);
+        self.guard.insert(entry, self.now_ms)
+    }
+
+    /// Puts back an entry taken from elsewhere (RENAME), keeping its TTL
+    /// and access history but giving it a new key.
+    pub fn insert_renamed(&mut self, key: &[u8], old: Entry) -> Option<Entry> {
+        let expire = old.expire_at_ms();
+        let access = old.access().duplicate();
+        let value = old.into_value();
+        self.guard
+            .insert(Entry::new(key, value, expire, access), self.now_ms)
+    }
+
+    /// Marks `flag` when `key` is next written, expired or evicted (WATCH).
+    /// A key already expired is reclaimed first: Redis counts the later
+    /// deletion of a key that was expired when watched as no change.
+    /// Returns whether the key is live.
+    pub fn watch(&mut self, key: &[u8], flag: &crate::shard::WatchFlag) -> bool {
+        let now_ms = self.now_ms;
+        if self
+            .guard
+            .get_even_expired(key)
+            .is_some_and(|e| e.is_expired(now_ms))
+        {
+            self.guard.remove(key, now_ms);
+        }
+        self.guard.watch(key, flag);
+        self.peek(key).is_some()
+    }
+
+    /// Stops marking `flag` for `key` (UNWATCH, EXEC, disconnect).
+    pub fn unwatch(&mut self, key: &[u8], flag: &crate::shard::WatchFlag) {
+        self.guard.unwatch(key, flag);
+    }
+
+    /// Deletes `key`; returns its entry if it was live.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.guard.remove(key, self.now_ms)
+    }
+
+    /// The live entry for `key` to modify, or a place to create it: for
+    /// commands that update a value or create it (APPEND, INCR, ...).
+    pub fn entry<'s>(&'s mut self, key: &'s [u8]) -> Lookup<'s, 'a> {
+        if self.guard.get(key, self.now_ms).is_some() {
+            Lookup::Found(
+                self.get_mut(key)
+                    .expect("found just above under the same lock"),
+            )
+        } else {
+            Lookup::Missing(Vacant { shard: self, key })
+        }
+    }
+}
+
+/// What [`WriteShard::entry`] found.
+pub enum Lookup<'s, 'a> {
+    /// The key exists.
+    Found(EntryMut<'s>),
+    /// The key does not exist (or has expired).
+    Missing(Vacant<'s, 'a>),
+}
+
+/// A missing key, ready to be created.
+pub struct Vacant<'s, 'a> {
+    shard: &'s mut WriteShard<'a>,
+    key: &'s [u8],
+}
+
+impl Vacant<'_, '_> {
+    /// Creates the key with `value` and an optional deadline.
+    pub fn insert(self, value: Value, expire_at_ms: Option<u64>) {
+        self.shard.insert(self.key, value, expire_at_ms);
+    }
+}
+
+impl Drop for WriteShard<'_> {
+    fn drop(&mut self) {
+        for key in self.guard.take_expired_by_writers() {
+            self.store.emit(KeyEvent::Expired, self.db, &key);
+        }
+        self.counts.publish(&self.guard);
+        let growth = self.guard.table_growth_of_next_insert();
+        if growth > self.store.largest_table_growth.load(Ordering::Relaxed) {
+            self.store
+                .largest_table_growth
+                .fetch_max(growth, Ordering::Relaxed);
+        }
+        let after = self.guard.used_bytes();
+        if after > self.bytes_before {
+            self.store
+                .dataset_bytes
+                .fetch_add(after - self.bytes_before, Ordering::Relaxed);
+        } else if after < self.bytes_before {
+            self.store
+                .dataset_bytes
+                .fetch_sub(self.bytes_before - after, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Several shards locked for writing at once (see [`Db::write_many`]).
+pub struct MultiWrite<'a> {
+    pub(super) db: Db<'a>,
+    pub(super) guards: Vec<(usize, WriteShard<'a>)>,
+}
+
+impl<'a> MultiWrite<'a> {
+    /// The live entry for `key`, without recording an access. Panics if
+    /// `key` was not among the keys the guards were taken for.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        let index = self.db.shard_index(key);
+        let at = self
+            .guards
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .expect("key's shard was locked by write_many");
+        self.guards[at].1.peek(key)
+    }
+
+    /// The locked shard holding `key`. Panics if `key` was not among the
+    /// keys the guards were taken for.
+    pub fn shard(&mut self, key: &[u8]) -> &mut WriteShard<'a> {
+        let index = self.db.shard_index(key);
+        let at = self
+            .guards
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .expect("key's shard was locked by write_many");
+        &mut self.guards[at].1
+    }
+}
+#[cfg(test)]
+mod tests {
+    use crate::keyspace::{s, Store};
+
+    #[test]
+    fn readers_delete_expired_keys_they_meet() {
+        let store = Store::new(1);
+        store.db(0, 0).write(b"k").insert(b"k", s("v"), Some(100));
+        let later = store.db(0, 200);
+        assert!(later.read(b"k").get(b"k").is_none());
+        assert_eq!(store.expired_keys(), 1);
+        assert_eq!(later.stats().keys, 0);
+        assert_eq!(
+            store.dataset_bytes(),
+            store.dbs[0].iter().map(|s| s.read().used_bytes()).sum()
+        );
+    }
+}

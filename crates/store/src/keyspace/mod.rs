@@ -1,0 +1,278 @@
+//! The keyspace: databases split into shards, each behind its own lock.
+//!
+//! A key's shard is chosen from bits of its hash that the shard's own index
+//! does not use, so every shard's table stays evenly spread. A command locks
+//! only the shards of the keys it touches: GET and SET on different keys
+//! run in parallel on different cores and never meet a global lock.
+//!
+//! This module holds the [`Store`] itself (its databases, byte accounting
+//! and key events); the rest is one concern per file:
+//!
+//! - `db`: [`Db`], one database at one instant, the API commands call.
+//! - `guards`: the shard guards `Db` hands out ([`ReadShard`],
+//!   [`WriteShard`], [`MultiWrite`]) and what they do on release.
+//! - `locking`: how shard locks are taken and the order that keeps them
+//!   free of deadlock, transactions included.
+//! - `counts`: each shard's counts as of its last write, which aggregate
+//!   readers use without locking.
+//! - `evict`: choosing the key to evict under the maxmemory policy.
+//! - `expire`: the active expiry pass and its lag.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use foldhash::fast::RandomState;
+use parking_lot::{Mutex, RwLock};
+
+use crate::access::{AccessConfig, Clock};
+use crate::expiry::LagWindow;
+use crate::shard::Shard;
+
+mod counts;
+mod db;
+mod evict;
+mod expire;
+mod guards;
+mod locking;
+
+use counts::ShardCounts;
+pub use db::{Db, DbMemory, DbStats};
+pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteShard};
+pub use locking::{Held, ShardSet, ShardsLocked};
+
+/// Shards per database. A power of two well above the core count, so two
+/// busy keys rarely share a lock; at most 64, one bit each in a reader's
+/// record of shards holding expired keys and in a transaction's record of
+/// shards held.
+pub const SHARDS_PER_DB: usize = 64;
+
+/// A key leaving the store by itself, for keyspace notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyEvent {
+    /// Its TTL ran out.
+    Expired,
+    /// The maxmemory policy chose it.
+    Evicted,
+}
+
+/// What the store calls for each [`KeyEvent`]: event, database, key.
+pub type KeyEventHook = Box<dyn Fn(KeyEvent, usize, &[u8]) + Send + Sync>;
+
+/// Holds the hook; its own type so the store stays `Debug`.
+struct KeyEvents(std::sync::OnceLock<KeyEventHook>);
+
+impl std::fmt::Debug for KeyEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "KeyEvents(hooked)"
+        } else {
+            "KeyEvents"
+        })
+    }
+}
+
+/// Every database of the server.
+#[derive(Debug)]
+pub struct Store {
+    dbs: Box<[Box<[RwLock<Shard>]>]>,
+    /// Each shard's key and TTL counts as of its last write, beside `dbs`.
+    counts: Box<[Box<[ShardCounts]>]>,
+    hasher: RandomState,
+    dataset_bytes: AtomicUsize,
+    /// The largest [`Shard::table_growth_of_next_insert`] seen after any
+    /// write: what one insert may add to the tables, wherever it lands.
+    largest_table_growth: AtomicUsize,
+    maxmemory: AtomicU64,
+    evicted_keys: AtomicU64,
+    lag: Mutex<LagWindow>,
+    key_events: KeyEvents,
+    started: std::time::Instant,
+    /// Policy and LFU settings that per-key access tracking follows.
+    pub access: AccessConfig,
+    /// Thresholds at which collections leave their compact encoding.
+    pub encodings: crate::types::EncodingConfig,
+}
+
+impl Store {
+    /// A store with `databases` empty databases.
+    pub fn new(databases: usize) -> Store {
+        let hasher = RandomState::default();
+        let dbs = (0..databases)
+            .map(|_| {
+                (0..SHARDS_PER_DB)
+                    .map(|_| RwLock::new(Shard::new(hasher)))
+                    .collect()
+            })
+            .collect();
+        let counts = (0..databases)
+            .map(|_| (0..SHARDS_PER_DB).map(|_| ShardCounts::default()).collect())
+            .collect();
+        Store {
+            dbs,
+            counts,
+            hasher,
+            dataset_bytes: AtomicUsize::new(0),
+            largest_table_growth: AtomicUsize::new(0),
+            maxmemory: AtomicU64::new(0),
+            evicted_keys: AtomicU64::new(0),
+            lag: Mutex::new(LagWindow::default()),
+            key_events: KeyEvents(std::sync::OnceLock::new()),
+            started: std::time::Instant::now(),
+            access: AccessConfig::default(),
+            encodings: crate::types::EncodingConfig::default(),
+        }
+    }
+
+    /// How many databases there are (the `databases` setting).
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Database `index` as seen at `now_ms`. Panics on an index the caller
+    /// did not check against [`Store::databases`].
+    pub fn db(&self, index: usize, now_ms: u64) -> Db<'_> {
+        Db {
+            store: self,
+            index,
+            counts: &self.counts[index],
+            now_ms,
+        }
+    }
+
+    /// Bytes attributable to stored data in all databases. Maintained on
+    /// every change, so reading it is one atomic load.
+    pub fn dataset_bytes(&self) -> usize {
+        self.dataset_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The most one insert may add to the shards' tables (a new chunk of
+    /// slots, an index doubling), over and above its key and value: a
+    /// high-water mark, so an upper bound.
+    pub fn largest_table_growth(&self) -> usize {
+        self.largest_table_growth.load(Ordering::Relaxed)
+    }
+
+    /// Sets what is called for every expired or evicted key, whichever path
+    /// removes it (the server publishes keyspace notifications from it).
+    /// Only the first hook set is kept.
+    pub fn set_key_event_hook(&self, hook: KeyEventHook) {
+        let _ = self.key_events.0.set(hook);
+    }
+
+    /// The shard of every database that holds `key`.
+    fn shard_index(&self, key: &[u8]) -> usize {
+        // Bits 32.. of the hash: the shard's index uses the low bits for
+        // bucket positions and the top 7 for its tags.
+        ((self.hasher.hash_one(key) >> 32) as usize) % SHARDS_PER_DB
+    }
+
+    fn emit(&self, event: KeyEvent, db: usize, key: &[u8]) {
+        if let Some(hook) = self.key_events.0.get() {
+            hook(event, db, key);
+        }
+    }
+
+    /// The access clock now: microseconds since the store started, from
+    /// the monotonic clock.
+    pub fn clock(&self) -> Clock {
+        Clock {
+            micros: self.started.elapsed().as_micros() as u64,
+        }
+    }
+}
+
+/// A string value, for tests.
+#[cfg(test)]
+fn s(v: &str) -> crate::value::Value {
+    crate::value::Value::Str(crate::value::Str::from_bytes(v.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dataset_bytes_follow_every_change() {
+        let store = Store::new(2);
+        let db = store.db(0, 0);
+        db.write(b"a").insert(b"a", s("hello"), None);
+        let one = store.dataset_bytes();
+        assert!(one > 5);
+        db.write(b"a").insert(b"a", s(&"x".repeat(1000)), None);
+        assert!(store.dataset_bytes() > one + 900);
+        db.write(b"a").remove(b"a");
+        let shards_only = store.dataset_bytes();
+        assert!(
+            shards_only < one,
+            "key and value bytes are gone: {shards_only} vs {one}"
+        );
+        db.flush();
+        assert_eq!(store.dataset_bytes(), 0);
+    }
+
+    #[test]
+    fn accounting_returns_to_baseline_after_a_million_keys() {
+        let store = Store::new(2);
+        assert_eq!(store.dataset_bytes(), 0);
+        let key = |i: usize| format!("key:{i}:{}", "k".repeat(i % 40));
+        for i in 0..1_000_000 {
+            let k = key(i);
+            let value = "v".repeat(i % 300);
+            let ttl = (i % 3 == 0).then_some(1_000_000);
+            store
+                .db(i % 2, 0)
+                .write(k.as_bytes())
+                .insert(k.as_bytes(), s(&value), ttl);
+        }
+        let full = store.dataset_bytes();
+        assert!(full > 150_000_000, "a million keys of 0-300 bytes: {full}");
+        for i in (0..1_000_000).rev() {
+            let k = key(i);
+            assert!(store
+                .db(i % 2, 0)
+                .write(k.as_bytes())
+                .remove(k.as_bytes())
+                .is_some());
+            if i == 100_000 {
+                // With a tenth left, tables have shrunk with the data.
+                assert!(
+                    store.dataset_bytes() < full / 5,
+                    "{} of {full}",
+                    store.dataset_bytes()
+                );
+            }
+        }
+        assert_eq!(store.dataset_bytes(), 0);
+    }
+
+    #[test]
+    fn every_removal_path_reports_its_key_event() {
+        let store = Store::new(1);
+        let events = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        store.set_key_event_hook(Box::new(move |event, db, key| {
+            seen.lock().push((event, db, key.to_vec()))
+        }));
+        for k in ["active", "read", "written"] {
+            store
+                .db(0, 0)
+                .write(k.as_bytes())
+                .insert(k.as_bytes(), s("v"), Some(10));
+        }
+        store.db(0, 0).write(b"kept").insert(b"kept", s("v"), None);
+        let later = store.db(0, 20);
+        assert!(later.read(b"read").get(b"read").is_none());
+        assert!(later.write(b"written").get_mut(b"written").is_none());
+        store.reclaim_expired(20, 100, || (), drop);
+        store.access.set_policy(crate::Policy::AllKeysRandom);
+        assert!(store.evict_one(20, drop));
+        let mut got = events.lock().clone();
+        got.sort();
+        let expired = |k: &str| (KeyEvent::Expired, 0, k.as_bytes().to_vec());
+        assert_eq!(
+            &got[..3],
+            &[expired("active"), expired("read"), expired("written")]
+        );
+        assert_eq!(got[3], (KeyEvent::Evicted, 0, b"kept".to_vec()));
+    }
+}
