@@ -62,7 +62,9 @@ MULTI is ended by EXEC or DISCARD after a few queued commands. FLUSHALL and
 FLUSHDB are drawn 20 times less often than other commands.
 
 `--skip-known` leaves out the commands of `KNOWN_ISSUES`, bugs already
-reported and being fixed, so a long run can go past them.
+reported or found by this fuzzer, so a long run can go past them, and gives
+an RSS over its bound `RSS_SETTLE_SECONDS` to come back (memory keel frees
+stays resident in the allocator for seconds).
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ import sys
 import time
 from pathlib import Path
 
-from support import (PONG, REPO_ROOT, ConnectionClosed, RespConn, ServerProcess, Status, info,
-                     info_dict)
+from support import (PONG, REPO_ROOT, ConnectionClosed, Err, RespConn, ServerProcess, Status,
+                     info, info_dict)
 
 MAXMEMORY = 8 << 20
 MAXMEMORY_CLIENTS = 16 << 20
@@ -381,10 +383,16 @@ KNOWN_ISSUES: list[tuple[str, object]] = [
      and (_int_arg(argv, 2) or 0) < -MAXMEMORY),
     ("SETRANGE past maxmemory: an offset beyond maxmemory makes a string larger than maxmemory",
      lambda argv: _name(argv) == "setrange" and (_int_arg(argv, 2) or 0) > MAXMEMORY // 2),
-    ("memory a command frees stays resident in the allocator for seconds, so a command with"
-     " megabytes of arguments takes RSS past maxmemory + maxmemory-clients + idle RSS",
-     lambda argv: sum(len(arg) for arg in argv) > MAXMEMORY // 2),
+    ("COPY can leave the dataset over maxmemory (found by this fuzzer: seed 101, command 26925,"
+     " used_memory_dataset 9831772 after COPY bigset set)",
+     lambda argv: _name(argv) == "copy"),
 ]
+# A known issue no single command shows: memory keel frees stays resident in the
+# allocator for seconds (jemalloc returns dirty pages after 10 s), so commands with
+# megabytes of arguments take RSS past the bound while allocated memory is within
+# it. With --skip-known an RSS over the bound fails only if it is still over after
+# this long.
+RSS_SETTLE_SECONDS = 30.0
 
 
 def known_issue(argv) -> str | None:
@@ -575,9 +583,23 @@ def command_table(conn) -> tuple[dict, dict]:
         raise RuntimeError(f"no argument specs for {missing}: add them to ARGUMENT_SYNTAX or EXCLUDED")
     commands = {}
     for name in names:
-        specs = docs[name].get(b"arguments") or parse_syntax(ARGUMENT_SYNTAX[name])
+        reported = docs[name].get(b"arguments")
+        specs = docs_arguments(reported) if reported else parse_syntax(ARGUMENT_SYNTAX[name])
         commands[name] = (name.upper().split("|"), specs)
     return commands, arities
+
+
+def docs_arguments(reported) -> list[dict]:
+    """COMMAND DOCS `arguments` (RESP2: a flat field/value list per argument) as dicts."""
+    specs = []
+    for fields in reported:
+        spec = {field.decode(): value for field, value in _pairs(fields)}
+        spec = {k: v.decode() if isinstance(v, bytes) else v for k, v in spec.items()}
+        spec["flags"] = [str(flag) for flag in spec.get("flags", [])]
+        if "arguments" in spec:
+            spec["arguments"] = docs_arguments(spec["arguments"])
+        specs.append(spec)
+    return specs
 
 
 def _pairs(flat):
@@ -609,8 +631,9 @@ def rss_bytes(pid) -> int:
 class Session:
     """One keel under test: the fuzzing connection, a checking connection and the checks."""
 
-    def __init__(self, port, server=None):
+    def __init__(self, port, server=None, rss_settle_seconds=0.0):
         self.port = port
+        self.rss_settle_seconds = rss_settle_seconds
         self.server = server
         self.conn = RespConn(port, timeout=REPLY_TIMEOUT)
         self.checker = RespConn(port, timeout=REPLY_TIMEOUT)
@@ -620,10 +643,10 @@ class Session:
         self.worst_recount_slack = 0
 
     @classmethod
-    def fresh(cls, keel_bin):
+    def fresh(cls, keel_bin, rss_settle_seconds=0.0):
         server = ServerProcess("keel", keel_bin=keel_bin, directives=SERVER_DIRECTIVES).start()
         try:
-            return cls(server.port, server)
+            return cls(server.port, server, rss_settle_seconds)
         except BaseException:
             server.cleanup()
             raise
@@ -637,7 +660,7 @@ class Session:
     def populate(self):
         assert self.checker.call("FLUSHALL") == Status("OK")
         for reply in self.checker.pipeline(SETUP_COMMANDS):
-            assert not isinstance(reply, Exception), reply
+            assert not isinstance(reply, Err), reply
 
     def run(self, argv):
         """Sends one command and returns its reply; after QUIT, reconnects."""
@@ -660,6 +683,10 @@ class Session:
         if dataset > MAXMEMORY:
             raise Failure("dataset", f"used_memory_dataset {dataset} > maxmemory {MAXMEMORY}")
         rss = rss_bytes(self.pid)
+        settled_by = time.monotonic() + self.rss_settle_seconds
+        while rss > self.rss_limit and time.monotonic() < settled_by:
+            time.sleep(0.5)
+            rss = rss_bytes(self.pid)
         if rss > self.rss_limit:
             raise Failure("rss", f"RSS {rss} > {self.rss_limit} (maxmemory {MAXMEMORY} + maxmemory-clients"
                                  f" {MAXMEMORY_CLIENTS} + idle RSS {self.rss_overhead})")
@@ -725,7 +752,11 @@ class Outcome:
 def fuzz(seed, commands, keel_bin=None, port=None, check_every=1, recount_every=100,
          skip_known=False, shrink_seconds=SHRINK_SECONDS, out=sys.stdout) -> Outcome:
     """Runs `commands` commands from `seed` with the checks; shrinks a failure if it can."""
-    session = Session(port) if port is not None else Session.fresh(keel_bin)
+    settle = RSS_SETTLE_SECONDS if skip_known else 0.0
+    if port is not None:
+        session = Session(port, rss_settle_seconds=settle)
+    else:
+        session = Session.fresh(keel_bin, rss_settle_seconds=settle)
     log = collections.deque(maxlen=LOG_WINDOW)
     started = time.monotonic()
     try:
@@ -757,8 +788,11 @@ def fuzz(seed, commands, keel_bin=None, port=None, check_every=1, recount_every=
     if port is not None:
         print("  not shrunk: shrinking needs fresh servers (--keel-bin)", file=out)
         return outcome
-    outcome.shortest = shrink(keel_bin, list(log), failure.check,
-                              deadline=time.monotonic() + shrink_seconds)
+
+    def fails_at(sequence):
+        return replay_fails(keel_bin, sequence, failure.check, settle)
+
+    outcome.shortest = shrink(list(log), fails_at, deadline=time.monotonic() + shrink_seconds)
     if outcome.shortest is None:
         print(f"  did not fail again when the last {len(log)} commands were replayed on a fresh keel",
               file=out)
@@ -770,18 +804,18 @@ def fuzz(seed, commands, keel_bin=None, port=None, check_every=1, recount_every=
     return outcome
 
 
-def replay_fails(keel_bin, sequence, check) -> int | None:
+def replay_fails(keel_bin, sequence, check, rss_settle_seconds) -> int | None:
     """Replays `sequence` on fresh keels, up to `REPLAY_ATTEMPTS` times; the number of commands
     run when `check` failed, or None."""
     for _ in range(REPLAY_ATTEMPTS):
-        failed_at = _replay_once(keel_bin, sequence, check)
+        failed_at = _replay_once(keel_bin, sequence, check, rss_settle_seconds)
         if failed_at:
             return failed_at
     return None
 
 
-def _replay_once(keel_bin, sequence, check) -> int | None:
-    session = Session.fresh(keel_bin)
+def _replay_once(keel_bin, sequence, check, rss_settle_seconds) -> int | None:
+    session = Session.fresh(keel_bin, rss_settle_seconds)
     try:
         session.populate()
         for number, argv in enumerate(sequence, 1):
@@ -795,12 +829,14 @@ def _replay_once(keel_bin, sequence, check) -> int | None:
         session.close()
 
 
-def shrink(keel_bin, log, check, deadline) -> list | None:
-    """The shortest sequence found that still fails `check`: first the shortest failing suffix
-    of `log` (doubling), then chunks removed while it still fails, halving the chunk size."""
+def shrink(log, fails_at, deadline) -> list | None:
+    """The shortest sequence found that still fails (`fails_at(sequence)` is the number of
+    commands run when the check failed, or None): first the shortest failing suffix of `log`
+    (doubling), then chunks of commands and of each command's arguments removed while it still
+    fails, halving the chunk size."""
     size = 1
     while True:
-        failed_at = replay_fails(keel_bin, log[-size:], check)
+        failed_at = fails_at(log[-size:])
         if failed_at:
             sequence = log[-size:][:failed_at]
             break
@@ -812,7 +848,7 @@ def shrink(keel_bin, log, check, deadline) -> list | None:
         start, removed = 0, False
         while start < len(sequence) and time.monotonic() < deadline:
             candidate = sequence[:start] + sequence[start + chunk:]
-            failed_at = replay_fails(keel_bin, candidate, check) if candidate else None
+            failed_at = fails_at(candidate) if candidate else None
             if failed_at:
                 sequence, removed = candidate[:failed_at], True
             else:
@@ -820,12 +856,12 @@ def shrink(keel_bin, log, check, deadline) -> list | None:
         if not removed:
             chunk //= 2
     for position in range(len(sequence)):
-        sequence = _shrink_arguments(keel_bin, sequence, position, check, deadline)
+        sequence = _shrink_arguments(sequence, position, fails_at, deadline)
     return sequence
 
 
-def _shrink_arguments(keel_bin, sequence, position, check, deadline) -> list:
-    """`sequence` with arguments of its command at `position` removed while `check` still fails."""
+def _shrink_arguments(sequence, position, fails_at, deadline) -> list:
+    """`sequence` with arguments of its command at `position` removed while it still fails."""
     argv = sequence[position]
     chunk = (len(argv) - 1) // 2
     while chunk >= 1 and time.monotonic() < deadline:
@@ -833,7 +869,7 @@ def _shrink_arguments(keel_bin, sequence, position, check, deadline) -> list:
         while start < len(argv) and time.monotonic() < deadline:
             candidate = argv[:start] + argv[start + chunk:]
             trial = sequence[:position] + [candidate] + sequence[position + 1:]
-            failed_at = replay_fails(keel_bin, trial, check)
+            failed_at = fails_at(trial)
             if failed_at and failed_at > position:
                 argv, sequence, removed = candidate, trial[:failed_at], True
             else:
