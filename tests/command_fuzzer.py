@@ -42,8 +42,10 @@ same before and after it (a key may expire or be evicted meanwhile).
 
 On a failure it prints the seed, the command number and the failed check,
 then shrinks: it replays the last `LOG_WINDOW` commands on fresh servers,
-first the shortest failing suffix, then removing chunks while the same check
-still fails (delta debugging), and prints the shortest sequence it found as
+first the shortest failing suffix, then removing chunks of commands and of
+each command's arguments while the same check still fails (delta debugging;
+each replay is tried twice, as background eviction races the checks), within
+`--shrink-seconds`, and prints the shortest sequence it found as
 redis-cli lines. It exits with status 1. With --port it fuzzes a running keel
 (which it flushes) and cannot shrink, since that needs fresh servers.
 
