@@ -86,6 +86,9 @@ impl Subscriptions {
 pub struct Transaction {
     /// Commands queued since MULTI; `None` outside MULTI.
     pub queued: Option<Vec<Vec<bytes::Bytes>>>,
+    /// Memory the queue holds, charged to the client budget with the
+    /// connection's other buffers.
+    pub queued_bytes: usize,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub refused: bool,
     /// A queued command may grow memory, so EXEC is refused over
@@ -177,10 +180,11 @@ impl ClientHandle {
         self.blocked.store(on, Ordering::Relaxed);
     }
 
-    /// Asks the connection to close; it notices at its next wait.
+    /// Asks the connection to close; it notices at its next wait, or in
+    /// the middle of one (a socket write to a client that does not read).
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
-        self.kill_signal.notify_one();
+        self.kill_signal.notify_waiters();
     }
 
     /// True once killed.
@@ -188,10 +192,15 @@ impl ClientHandle {
         self.killed.load(Ordering::Relaxed)
     }
 
-    /// Resolves when the client is killed.
+    /// Resolves when the client is killed. Any number of these may wait at
+    /// once; each is registered before the flag is checked, so a kill in
+    /// between is not missed.
     pub async fn killed(&self) {
+        let signal = self.kill_signal.notified();
+        tokio::pin!(signal);
+        signal.as_mut().enable();
         if !self.is_killed() {
-            self.kill_signal.notified().await;
+            signal.await;
         }
     }
 

@@ -29,9 +29,11 @@
 //! thousands of idle ones) filled the budget, no connection could read at
 //! all. One connection at a time therefore holds a progress token that lets
 //! it read past the budget until its current request is complete, so some
-//! connection always makes progress. The budget can thus be exceeded by at
-//! most one request in progress (bounded by `proto-max-bulk-len` per
-//! argument) plus one read chunk per connection.
+//! connection always makes progress. A connection holding a MULTI queue
+//! never takes it: what it reads grows the queue, and releases nothing
+//! before EXEC, so it waits for room like any other. The budget can thus
+//! be exceeded by at most one request in progress (bounded by
+//! `proto-max-bulk-len` per argument) plus one read chunk per connection.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -114,10 +116,28 @@ impl ClientBudget {
         }
     }
 
+    /// Charges `bytes` if they fit in the budget; false, charging nothing,
+    /// if they do not. For buffers filled on a client's behalf by someone
+    /// who cannot wait (a publisher queueing a subscriber's messages).
+    pub fn try_charge(&self, bytes: usize) -> bool {
+        let limit = self.limit();
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                let after = used.saturating_add(bytes);
+                (limit == 0 || after <= limit).then_some(after)
+            })
+            .is_ok()
+    }
+
     /// Waits until connection `client` may grow its buffers by `wanted`
-    /// bytes, or holds the progress token. Returns how long the connection
-    /// paused, if it had to.
-    pub async fn admit(&self, client: u64, wanted: usize) -> Option<Duration> {
+    /// bytes, or, if `may_take_token`, holds the progress token. Returns how
+    /// long the connection paused, if it had to.
+    pub async fn admit(
+        &self,
+        client: u64,
+        wanted: usize,
+        may_take_token: bool,
+    ) -> Option<Duration> {
         let mut pause: Option<Pause> = None;
         loop {
             let released = self.released.notified();
@@ -125,7 +145,7 @@ impl ClientBudget {
             // Registered before the check, so a release between the check
             // and the wait is not missed.
             released.as_mut().enable();
-            if self.fits(wanted) || self.take_token(client) {
+            if self.fits(wanted) || (may_take_token && self.take_token(client)) {
                 // Room may be left for the next connection in line.
                 if pause.is_some() && self.paused() > 1 && self.fits(RESUME_GRANULE_BYTES) {
                     self.released.notify_one();
@@ -206,7 +226,7 @@ mod tests {
         let handles = (0..waiters)
             .map(|client| {
                 let budget = budget.clone();
-                tokio::spawn(async move { budget.admit(client, wanted).await })
+                tokio::spawn(async move { budget.admit(client, wanted, true).await })
             })
             .collect();
         (budget, handles)
@@ -217,7 +237,7 @@ mod tests {
         let budget = ClientBudget::default();
         budget.set_limit(10_000);
         budget.recharge(0, 5_000);
-        assert!(budget.admit(1, 4_000).await.is_none());
+        assert!(budget.admit(1, 4_000, true).await.is_none());
         assert_eq!(budget.pause_events(), 0);
     }
 
@@ -263,27 +283,42 @@ mod tests {
         budget.set_limit(1_000);
         budget.recharge(0, 5_000);
         assert!(
-            budget.admit(7, 4_000).await.is_none(),
+            budget.admit(7, 4_000, true).await.is_none(),
             "the first takes the token"
         );
         assert!(
-            budget.admit(7, 4_000).await.is_none(),
+            budget.admit(7, 4_000, true).await.is_none(),
             "and keeps it until done"
         );
-        let other = budget.admit(8, 4_000);
+        let other = budget.admit(8, 4_000, true);
         let blocked = tokio::time::timeout(Duration::from_millis(20), other).await;
         assert!(blocked.is_err(), "a second connection waits");
         budget.release_token(7);
         assert!(
-            budget.admit(8, 4_000).await.is_none(),
+            budget.admit(8, 4_000, true).await.is_none(),
             "it gets the token once released"
         );
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_may_not_take_the_token_waits_for_room() {
+        let budget = ClientBudget::default();
+        budget.set_limit(1_000);
+        budget.recharge(0, 5_000);
+        let queueing = budget.admit(7, 0, false);
+        let blocked = tokio::time::timeout(Duration::from_millis(20), queueing).await;
+        assert!(
+            blocked.is_err(),
+            "an over-full budget holds it even for reused space"
+        );
+        budget.recharge(5_000, 500);
+        assert!(budget.admit(7, 0, false).await.is_none());
     }
 
     #[tokio::test]
     async fn unlimited_budget_admits_everything() {
         let budget = ClientBudget::default();
         budget.recharge(0, usize::MAX / 2);
-        assert!(budget.admit(1, usize::MAX / 4).await.is_none());
+        assert!(budget.admit(1, usize::MAX / 4, true).await.is_none());
     }
 }

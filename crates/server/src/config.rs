@@ -53,6 +53,8 @@ pub struct Config {
     /// Reply limits of normal clients: hard bytes, soft bytes, seconds over
     /// soft (Redis's `client-output-buffer-limit normal`); 0 disables.
     pub client_output_buffer_limit: OutputLimit,
+    /// Backlog limits of subscribers (`client-output-buffer-limit pubsub`).
+    pub client_output_buffer_limit_pubsub: OutputLimit,
     /// Milliseconds between active expiry passes: the bound on how long a
     /// key outlives its deadline.
     pub expire_tick_ms: u64,
@@ -173,6 +175,15 @@ pub struct OutputLimit {
     pub soft_seconds: u64,
 }
 
+impl OutputLimit {
+    /// Redis's default for the pubsub class: 32 MB hard, 8 MB for 60 s.
+    pub const PUBSUB_DEFAULT: OutputLimit = OutputLimit {
+        hard: 32 << 20,
+        soft: 8 << 20,
+        soft_seconds: 60,
+    };
+}
+
 /// Built-in maxmemory: a finite budget that suits a cache on a laptop, so an
 /// unconfigured keel never grows until the machine swaps.
 pub const DEFAULT_MAXMEMORY: u64 = 1 << 30;
@@ -200,6 +211,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit: OutputLimit::default(),
+            client_output_buffer_limit_pubsub: OutputLimit::PUBSUB_DEFAULT,
             eviction_high_percent: 99,
             eviction_low_percent: 97,
             eviction_cpu_percent: 25,
@@ -471,14 +483,16 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "client-output-buffer-limit",
         mutable: true,
-        // keel has only normal clients; the replica and pubsub classes are
-        // accepted (so Redis configuration files load) and shown with
-        // Redis's defaults.
+        // keel has no replicas yet; the replica class is accepted (so Redis
+        // configuration files load) and shown with Redis's default.
         get: |c| {
-            let l = c.client_output_buffer_limit;
+            let (l, p) = (
+                c.client_output_buffer_limit,
+                c.client_output_buffer_limit_pubsub,
+            );
             format!(
-                "normal {} {} {} slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-                l.hard, l.soft, l.soft_seconds
+                "normal {} {} {} slave 268435456 67108864 60 pubsub {} {} {}",
+                l.hard, l.soft, l.soft_seconds, p.hard, p.soft, p.soft_seconds
             )
         },
         set: |c, v| {
@@ -494,7 +508,8 @@ pub static DIRECTIVES: &[Directive] = &[
                 };
                 match class[0].to_ascii_lowercase().as_str() {
                     "normal" => c.client_output_buffer_limit = limit,
-                    "replica" | "slave" | "pubsub" => {}
+                    "pubsub" => c.client_output_buffer_limit_pubsub = limit,
+                    "replica" | "slave" => {}
                     other => {
                         return Err(format!(
                             "Invalid client class specified in buffer limit configuration: {other}"

@@ -83,6 +83,9 @@ const FLUSH_THRESHOLD: usize = 1024 * 1024;
 /// heavy: its batches take turns in the heavy lane. More than one read
 /// chunk, so ordinary requests and small pipelines never wait for a turn.
 const HEAVY_TRAFFIC_BYTES: usize = READ_CHUNK;
+/// How often a connection paused for the client budget looks whether its
+/// peer has gone: the delay before a closed client's buffers are released.
+const PEER_CLOSED_POLL: Duration = Duration::from_secs(1);
 /// Heavy batches a worker lets wait in its run queue at once: a light
 /// connection's request waits behind at most this many per pass of the
 /// queue, and heavy connections together still get this many batches per
@@ -150,14 +153,18 @@ struct Progress {
 }
 
 impl Progress {
-    /// Makes room in the read buffer for `growth` more bytes: in the space
-    /// consumed from its front if nothing else refers to it, or else in a
-    /// new allocation the unread bytes move to. An allocation is never
-    /// grown in place, so `read_allocation` stays exact.
-    fn make_read_room(&mut self, growth: usize) {
-        if !self.read_buf.try_reclaim(growth) {
-            self.reallocate_read_buf(self.read_buf.len() + growth);
-        }
+    /// Makes room in the read buffer for `growth` more bytes in the space
+    /// consumed from its front, if nothing else refers to it: memory
+    /// already charged. False if that space cannot be had.
+    fn reclaim_read_room(&mut self, growth: usize) -> bool {
+        self.read_buf.try_reclaim(growth)
+    }
+
+    /// Makes room in the read buffer for `growth` more bytes in a new
+    /// allocation the unread bytes move to. An allocation is never grown in
+    /// place, so `read_allocation` stays exact.
+    fn grow_read_room(&mut self, growth: usize) {
+        self.reallocate_read_buf(self.read_buf.len() + growth);
     }
 
     /// Moves the unread bytes into a new allocation of `capacity` bytes.
@@ -296,6 +303,20 @@ async fn run(
 
 /// The end of a connection, wherever it was served.
 fn close(server: &Server, client: &mut Client) {
+    if client
+        .subscriptions
+        .inbox
+        .as_ref()
+        .is_some_and(|inbox| inbox.over_limit())
+    {
+        let handle = &client.handle;
+        warning!(
+            "Client id={} addr={} closed for overcoming of output buffer limits (pubsub).",
+            handle.id,
+            handle.addr
+        );
+        server.stats.count_output_limit_disconnection();
+    }
     cmd::unwatch_all(server, client, unix_ms());
     server.clients.unregister(client.handle.id);
 }
@@ -318,6 +339,26 @@ fn has_data(socket: &TcpStream) -> std::io::Result<bool> {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// Resolves once the peer has closed the connection or it failed: what a
+/// connection paused for the client budget watches for, since it reads
+/// nothing that would show it. (A client that only shut down its sending
+/// side while paused is closed too: what it sent cannot be read before the
+/// budget has room.)
+async fn peer_closed(socket: &TcpStream) -> std::io::Result<()> {
+    use tokio::io::Interest;
+    loop {
+        let ready = socket.ready(Interest::READABLE | Interest::ERROR).await?;
+        if ready.is_read_closed() || ready.is_error() {
+            return Ok(());
+        }
+        // Plain readability: data the connection reads once admitted. The
+        // readiness stays set until then (clearing it would make that read
+        // wait for an event that already came), so look again later
+        // instead of spinning on it.
+        tokio::time::sleep(PEER_CLOSED_POLL).await;
     }
 }
 
@@ -399,6 +440,7 @@ impl<'a> Connection<'a> {
             // a buffer that keeps filling up doubles, as a pipeline needs.
             let wanted = decoder.bytes_wanted().max(READ_CHUNK / 4);
             let growth = wanted.max(read_buf.len()).max(READ_CHUNK);
+            let may_take_token = self.client.tx.queued.is_none();
             // Subscribers wait for messages, not requests: Redis exempts them
             // from the idle timeout.
             let timeout = match self.client.subscriptions.count() {
@@ -426,14 +468,25 @@ impl<'a> Connection<'a> {
                         if !has_data(socket)? {
                             continue;
                         }
-                        if let Some(pause) = budget.admit(id, growth).await {
+                        // Reused space adds nothing to the budget, but a
+                        // connection still waits while the budget is over
+                        // (its MULTI queue, say, may have put it there).
+                        let reclaimed = progress.reclaim_read_room(growth);
+                        let more = if reclaimed { 0 } else { growth };
+                        let pause = tokio::select! {
+                            pause = budget.admit(id, more, may_take_token) => pause,
+                            closed = peer_closed(socket) => return closed.map(|()| Some(0)),
+                        };
+                        if let Some(pause) = pause {
                             stats.record_work(Work::BackpressurePause, pause);
                         }
-                        let before = progress.read_allocation;
-                        progress.make_read_room(growth);
-                        let now = *charged - before + progress.read_allocation;
-                        budget.recharge(*charged, now);
-                        *charged = now;
+                        if !reclaimed {
+                            let before = progress.read_allocation;
+                            progress.grow_read_room(growth);
+                            let now = *charged - before + progress.read_allocation;
+                            budget.recharge(*charged, now);
+                            *charged = now;
+                        }
                     }
                     if let Some(lane) = lane {
                         *lane_turn = Some(lane.take_turn(stats).await);
@@ -503,9 +556,9 @@ impl<'a> Connection<'a> {
     }
 
     /// Writes a published message, and any others already waiting, as
-    /// pushes (`message` / `pmessage`), then sends them. A subscriber that
-    /// has fallen further behind than Redis's pubsub output limit allows is
-    /// disconnected, as Redis does.
+    /// pushes (`message` / `pmessage`), then sends them. (A subscriber that
+    /// falls too far behind is disconnected by its publishers, see
+    /// `crate::pubsub`.)
     async fn deliver(&mut self, first: crate::pubsub::Message) -> std::io::Result<()> {
         let mut next = Some(first);
         while let Some(message) = next {
@@ -533,22 +586,6 @@ impl<'a> Connection<'a> {
                 false => None,
             };
         }
-        if self
-            .client
-            .subscriptions
-            .inbox
-            .as_ref()
-            .is_some_and(|i| i.over_limit())
-        {
-            let handle = &self.client.handle;
-            warning!(
-                "Client id={} addr={} closed for overcoming of output buffer limits (pubsub).",
-                handle.id,
-                handle.addr
-            );
-            self.server.stats.count_output_limit_disconnection();
-            return Err(std::io::Error::other("pubsub output buffer limit reached"));
-        }
         self.flush().await
     }
 
@@ -567,6 +604,7 @@ impl<'a> Connection<'a> {
         let now = progress.read_allocation
             + progress.decoder.held_bytes()
             + self.write_buf.capacity()
+            + self.client.tx.queued_bytes
             + CONNECTION_OVERHEAD_BYTES;
         self.server.client_budget.recharge(self.charged, now);
         self.charged = now;
@@ -767,11 +805,19 @@ impl<'a> Connection<'a> {
         }
         self.check_output_limits()?;
         self.recharge();
-        let handle = &self.client.handle;
+        let handle = self.client.handle.clone();
         handle
             .output_buffer
             .store(self.write_buf.len(), Ordering::Relaxed);
-        self.socket.write_all(&self.write_buf).await?;
+        // A client that does not read keeps this write waiting; killing it
+        // (CLIENT KILL, a publisher over its limit, shutdown) ends the wait.
+        tokio::select! {
+            biased;
+            written = self.socket.write_all(&self.write_buf) => written?,
+            _ = handle.killed() => {
+                return Err(std::io::Error::other("killed while its replies waited"));
+            }
+        }
         self.server.stats.count_output(self.write_buf.len());
         self.progress.written_since_read += self.write_buf.len();
         if self.write_buf.capacity() > self.keep_capacity() {

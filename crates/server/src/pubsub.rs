@@ -4,9 +4,17 @@
 //! connection loop waits on beside its socket. PUBLISH looks up the
 //! channel's subscribers and the patterns that match it under a read lock
 //! and drops the message into each inbox: publishing never waits for a
-//! subscriber, and a subscriber's backlog is bounded by Redis's
-//! `client-output-buffer-limit pubsub` class (32 MB hard by default), past
-//! which the subscriber is disconnected, as Redis does.
+//! subscriber.
+//!
+//! What a subscriber has not yet written to its socket is its backlog, and
+//! it is checked as each message is queued, on the publisher's side, since
+//! a subscriber that stopped reading is stuck in a socket write and checks
+//! nothing. The backlog is bounded by Redis's `client-output-buffer-limit
+//! pubsub` class (32 MB hard, 8 MB for 60 s soft by default) and is charged
+//! to the client budget (`maxmemory-clients`), like every other client
+//! buffer. A message that would pass either limit, or the budget, is not
+//! queued: the subscriber is killed instead, as Redis disconnects it, and
+//! its connection closes at once, even from inside a stuck write.
 //!
 //! Keyspace notifications (`notify-keyspace-events`) are messages keel
 //! publishes itself on `__keyspace@<db>__:<key>` and
@@ -14,16 +22,16 @@
 //! through a hook on every path that removes them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
-/// Hard limit of a subscriber's undelivered messages, Redis's default for
-/// the pubsub class.
-pub const SUBSCRIBER_BACKLOG_LIMIT: usize = 32 * 1024 * 1024;
+use crate::client::ClientHandle;
+use crate::client_budget::ClientBudget;
+use crate::config::OutputLimit;
 
 /// A message on its way to a subscriber.
 #[derive(Debug, Clone)]
@@ -42,18 +50,42 @@ impl Message {
     }
 }
 
+/// A subscriber's messages queued and not yet written, shared by the
+/// publishers and the subscriber's connection.
+struct Backlog {
+    bytes: AtomicUsize,
+    /// When the backlog went over the soft limit (Unix ms); 0 when under.
+    over_soft_since_ms: AtomicU64,
+    /// Set once the subscriber was disconnected for passing a limit.
+    over_limit: AtomicBool,
+    budget: Arc<ClientBudget>,
+}
+
+impl Backlog {
+    /// Takes `bytes` off the backlog and the client budget: they were
+    /// written, or are dropped with the connection.
+    fn release(&self, bytes: usize, soft_limit: u64) {
+        let left = self.bytes.fetch_sub(bytes, Ordering::Relaxed) - bytes;
+        self.budget.recharge(bytes, 0);
+        if (left as u64) <= soft_limit {
+            self.over_soft_since_ms.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The sending side of a subscriber's inbox.
 #[derive(Clone)]
 pub struct Subscriber {
     inbox: mpsc::UnboundedSender<Message>,
-    /// Bytes sent but not yet written to the socket.
-    backlog: Arc<AtomicUsize>,
+    backlog: Arc<Backlog>,
+    client: Arc<ClientHandle>,
 }
 
 /// A connection's inbox: what its loop waits on.
 pub struct Inbox {
     receiver: mpsc::UnboundedReceiver<Message>,
-    backlog: Arc<AtomicUsize>,
+    backlog: Arc<Backlog>,
+    limits: Arc<SubscriberLimits>,
 }
 
 impl Inbox {
@@ -61,35 +93,53 @@ impl Inbox {
     /// every subscription list.
     pub async fn next(&mut self) -> Option<Message> {
         let message = self.receiver.recv().await?;
-        self.backlog.fetch_sub(message.bytes(), Ordering::Relaxed);
+        self.taken(&message);
         Some(message)
     }
 
     /// A message already waiting, without waiting for one.
     pub fn try_next(&mut self) -> Option<Message> {
         let message = self.receiver.try_recv().ok()?;
-        self.backlog.fetch_sub(message.bytes(), Ordering::Relaxed);
+        self.taken(&message);
         Some(message)
     }
 
-    /// True when the subscriber has fallen further behind than Redis's
-    /// pubsub output limit allows.
+    fn taken(&self, message: &Message) {
+        let soft = self.limits.soft.load(Ordering::Relaxed);
+        self.backlog.release(message.bytes(), soft);
+    }
+
+    /// True when the subscriber was disconnected for falling further behind
+    /// than the pubsub output limits or the client budget allow.
     pub fn over_limit(&self) -> bool {
-        self.backlog.load(Ordering::Relaxed) > SUBSCRIBER_BACKLOG_LIMIT
+        self.backlog.over_limit.load(Ordering::Relaxed)
     }
 }
 
-/// A new inbox and the handle publishers send to.
-pub fn inbox() -> (Subscriber, Inbox) {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let backlog = Arc::new(AtomicUsize::new(0));
-    (
-        Subscriber {
-            inbox: sender,
-            backlog: backlog.clone(),
-        },
-        Inbox { receiver, backlog },
-    )
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        // Messages never taken leave the client budget with the connection.
+        self.receiver.close();
+        while self.try_next().is_some() {}
+    }
+}
+
+/// `client-output-buffer-limit pubsub`, read by publishers.
+pub struct SubscriberLimits {
+    hard: AtomicU64,
+    soft: AtomicU64,
+    soft_seconds: AtomicU64,
+}
+
+impl Default for SubscriberLimits {
+    fn default() -> Self {
+        let limit = OutputLimit::PUBSUB_DEFAULT;
+        SubscriberLimits {
+            hard: AtomicU64::new(limit.hard),
+            soft: AtomicU64::new(limit.soft),
+            soft_seconds: AtomicU64::new(limit.soft_seconds),
+        }
+    }
 }
 
 type Subscribers = HashMap<Bytes, HashMap<u64, Subscriber>>;
@@ -101,6 +151,8 @@ pub struct PubSub {
     patterns: RwLock<Subscribers>,
     /// `notify-keyspace-events` as flags (see [`KeyspaceEvents`]).
     pub notify: AtomicU64,
+    limits: Arc<SubscriberLimits>,
+    budget: Arc<ClientBudget>,
 }
 
 /// Which list a subscription goes to.
@@ -113,6 +165,44 @@ pub enum Kind {
 }
 
 impl PubSub {
+    /// Subscriptions whose backlogs are charged to `budget`.
+    pub fn new(budget: Arc<ClientBudget>) -> PubSub {
+        PubSub {
+            budget,
+            ..PubSub::default()
+        }
+    }
+
+    /// Sets `client-output-buffer-limit pubsub`.
+    pub fn set_limits(&self, limit: OutputLimit) {
+        self.limits.hard.store(limit.hard, Ordering::Relaxed);
+        self.limits.soft.store(limit.soft, Ordering::Relaxed);
+        let seconds = &self.limits.soft_seconds;
+        seconds.store(limit.soft_seconds, Ordering::Relaxed);
+    }
+
+    /// A new inbox for `client`, and the handle publishers send to.
+    pub fn inbox(&self, client: Arc<ClientHandle>) -> (Subscriber, Inbox) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Backlog {
+            bytes: AtomicUsize::new(0),
+            over_soft_since_ms: AtomicU64::new(0),
+            over_limit: AtomicBool::new(false),
+            budget: self.budget.clone(),
+        });
+        let subscriber = Subscriber {
+            inbox: sender,
+            backlog: backlog.clone(),
+            client,
+        };
+        let inbox = Inbox {
+            receiver,
+            backlog,
+            limits: self.limits.clone(),
+        };
+        (subscriber, inbox)
+    }
+
     fn list(&self, kind: Kind) -> &RwLock<Subscribers> {
         match kind {
             Kind::Channel => &self.channels,
@@ -152,7 +242,7 @@ impl PubSub {
                 channel: channel.clone(),
                 payload: payload.clone(),
             };
-            receivers += deliver(subscribers, &message);
+            receivers += self.deliver(subscribers, &message);
         }
         for (pattern, subscribers) in self.patterns.read().iter() {
             if keel_store::glob_match(pattern, &channel, false) {
@@ -161,7 +251,7 @@ impl PubSub {
                     channel: channel.clone(),
                     payload: payload.clone(),
                 };
-                receivers += deliver(subscribers, &message);
+                receivers += self.deliver(subscribers, &message);
             }
         }
         receivers
@@ -206,17 +296,56 @@ impl PubSub {
     }
 }
 
-fn deliver(subscribers: &HashMap<u64, Subscriber>, message: &Message) -> usize {
-    let mut delivered = 0;
-    for subscriber in subscribers.values() {
-        subscriber
-            .backlog
-            .fetch_add(message.bytes(), Ordering::Relaxed);
-        if subscriber.inbox.send(message.clone()).is_ok() {
-            delivered += 1;
-        }
+impl PubSub {
+    /// Queues `message` for each subscriber that can take it within its
+    /// limits; returns how many did.
+    fn deliver(&self, subscribers: &HashMap<u64, Subscriber>, message: &Message) -> usize {
+        let now_ms = crate::server::unix_ms();
+        subscribers
+            .values()
+            .filter(|subscriber| self.queue(subscriber, message, now_ms))
+            .count()
     }
-    delivered
+
+    /// Queues `message` for `subscriber`, charging it to the backlog and the
+    /// client budget, unless that would pass a limit: then the subscriber is
+    /// disconnected instead, as Redis does.
+    fn queue(&self, subscriber: &Subscriber, message: &Message, now_ms: u64) -> bool {
+        let backlog = &subscriber.backlog;
+        if backlog.over_limit.load(Ordering::Relaxed) {
+            return false;
+        }
+        let bytes = message.bytes();
+        let after = (backlog.bytes.load(Ordering::Relaxed) + bytes) as u64;
+        let limits = &self.limits;
+        let hard = limits.hard.load(Ordering::Relaxed);
+        let soft = limits.soft.load(Ordering::Relaxed);
+        let over_soft_for_too_long = soft > 0 && after > soft && {
+            let since = match backlog.over_soft_since_ms.load(Ordering::Relaxed) {
+                0 => {
+                    backlog.over_soft_since_ms.store(now_ms, Ordering::Relaxed);
+                    now_ms
+                }
+                since => since,
+            };
+            let allowed_ms = limits.soft_seconds.load(Ordering::Relaxed) * 1000;
+            now_ms.saturating_sub(since) >= allowed_ms
+        };
+        let over_limit = (hard > 0 && after > hard)
+            || over_soft_for_too_long
+            || !backlog.budget.try_charge(bytes);
+        if over_limit {
+            backlog.over_limit.store(true, Ordering::Relaxed);
+            subscriber.client.kill();
+            return false;
+        }
+        backlog.bytes.fetch_add(bytes, Ordering::Relaxed);
+        if subscriber.inbox.send(message.clone()).is_err() {
+            backlog.release(bytes, soft);
+            return false;
+        }
+        true
+    }
 }
 
 /// `notify-keyspace-events`: Redis's flag letters, as bits.
@@ -342,11 +471,16 @@ mod tests {
         assert_eq!(KeyspaceEvents::parse("Q"), None);
     }
 
+    fn client(id: u64) -> Arc<ClientHandle> {
+        let addr = "127.0.0.1:1".parse().unwrap();
+        crate::client::Clients::default().register(addr, addr, id)
+    }
+
     #[tokio::test]
     async fn publish_reaches_channel_and_pattern_subscribers() {
         let pubsub = PubSub::default();
-        let (a, mut inbox_a) = inbox();
-        let (b, mut inbox_b) = inbox();
+        let (a, mut inbox_a) = pubsub.inbox(client(1));
+        let (b, mut inbox_b) = pubsub.inbox(client(2));
         pubsub.subscribe(Kind::Channel, &Bytes::from("news"), 1, &a);
         pubsub.subscribe(Kind::Pattern, &Bytes::from("n*"), 2, &b);
         assert_eq!(pubsub.publish(b"news", b"hello"), 2);
@@ -360,5 +494,69 @@ mod tests {
         pubsub.unsubscribe(Kind::Channel, b"news", 1);
         assert_eq!(pubsub.subscriber_count(b"news"), 0);
         assert!(pubsub.active_channels(None).is_empty());
+    }
+
+    /// A subscriber of "news" that never reads, on a pubsub whose backlog
+    /// limits are `limit` and whose client budget is `budget_bytes`.
+    fn stuck_subscriber(
+        limit: OutputLimit,
+        budget_bytes: usize,
+    ) -> (PubSub, Inbox, Arc<ClientHandle>) {
+        let budget = Arc::new(ClientBudget::default());
+        budget.set_limit(budget_bytes);
+        let pubsub = PubSub::new(budget);
+        pubsub.set_limits(limit);
+        let handle = client(1);
+        let (subscriber, inbox) = pubsub.inbox(handle.clone());
+        pubsub.subscribe(Kind::Channel, &Bytes::from("news"), 1, &subscriber);
+        (pubsub, inbox, handle)
+    }
+
+    #[test]
+    fn a_backlog_past_the_hard_limit_disconnects_the_subscriber() {
+        let limit = OutputLimit {
+            hard: 10_000,
+            soft: 0,
+            soft_seconds: 0,
+        };
+        let (pubsub, inbox, handle) = stuck_subscriber(limit, 0);
+        let payload = [b'x'; 1_000];
+        let delivered: usize = (0..20).map(|_| pubsub.publish(b"news", &payload)).sum();
+        assert_eq!(delivered, 9, "nine messages of 1,004 bytes fit in 10,000");
+        assert!(inbox.over_limit() && handle.is_killed());
+        assert_eq!(
+            pubsub.budget.used(),
+            9 * 1_004,
+            "the backlog is in the client budget"
+        );
+        drop(inbox);
+        assert_eq!(pubsub.budget.used(), 0, "and leaves it with the connection");
+    }
+
+    #[test]
+    fn a_backlog_past_the_soft_limit_for_too_long_disconnects_the_subscriber() {
+        let limit = OutputLimit {
+            hard: 0,
+            soft: 2_000,
+            soft_seconds: 0,
+        };
+        let (pubsub, inbox, handle) = stuck_subscriber(limit, 0);
+        let payload = [b'x'; 1_000];
+        let delivered: usize = (0..5).map(|_| pubsub.publish(b"news", &payload)).sum();
+        assert_eq!(
+            delivered, 1,
+            "over the soft limit for 0 s is already too long"
+        );
+        assert!(inbox.over_limit() && handle.is_killed());
+    }
+
+    #[test]
+    fn a_backlog_never_passes_the_client_budget() {
+        let (pubsub, inbox, handle) = stuck_subscriber(OutputLimit::PUBSUB_DEFAULT, 5_000);
+        let payload = [b'x'; 1_000];
+        let delivered: usize = (0..10).map(|_| pubsub.publish(b"news", &payload)).sum();
+        assert_eq!(delivered, 4);
+        assert!(inbox.over_limit() && handle.is_killed());
+        assert!(pubsub.budget.used() <= 5_000);
     }
 }

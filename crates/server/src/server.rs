@@ -80,7 +80,7 @@ pub struct Server {
     /// [`crate::eviction::Room`]).
     pub reserved_for_writes: AtomicUsize,
     /// The budget of all connections' buffers (`maxmemory-clients`).
-    pub client_budget: crate::client_budget::ClientBudget,
+    pub client_budget: Arc<crate::client_budget::ClientBudget>,
     /// Channel and pattern subscriptions; keyspace notifications.
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Clients blocked on lists (BLPOP and friends).
@@ -126,6 +126,8 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
             .collect();
+        let client_budget = Arc::new(crate::client_budget::ClientBudget::default());
+        let pubsub = Arc::new(crate::pubsub::PubSub::new(client_budget.clone()));
         let server = Server {
             store: Store::new(config.databases),
             stats: Stats::new(commands.specs().len()),
@@ -138,8 +140,8 @@ impl Server {
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
             reserved_for_writes: AtomicUsize::new(0),
-            client_budget: Default::default(),
-            pubsub: Default::default(),
+            client_budget,
+            pubsub,
             blocking: Default::default(),
             slowlog: Default::default(),
             shutdown: watch::channel(false).0,
@@ -189,6 +191,8 @@ impl Server {
         self.pubsub
             .notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
+        self.pubsub
+            .set_limits(config.client_output_buffer_limit_pubsub);
         let clients = config.maxmemory_clients.bytes(config.maxmemory);
         self.client_budget.set_limit(clients as usize);
         self.store.set_maxmemory(config.maxmemory);

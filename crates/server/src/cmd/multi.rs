@@ -127,9 +127,18 @@ pub fn runs_inside_multi(spec: &Spec) -> bool {
 pub fn queue(client: &mut Client, spec: &Spec, args: &[Bytes]) {
     let tx = &mut client.tx;
     if let Some(queued) = tx.queued.as_mut().filter(|_| !tx.refused) {
-        queued.push(args.to_vec());
+        // Copied, so a queued command never keeps a read buffer alive.
+        queued.push(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+        tx.queued_bytes += queued_size(args);
         tx.grows_memory |= spec.has_flag("denyoom");
     }
+}
+
+/// What a queued command holds: its arguments, their handles and the
+/// queue's slot.
+fn queued_size(args: &[Bytes]) -> usize {
+    let handles = std::mem::size_of_val(args) + std::mem::size_of::<Vec<Bytes>>();
+    args.iter().map(Bytes::len).sum::<usize>() + handles
 }
 
 /// Whether `spec`, called by `client`, is refused over maxmemory. As in
@@ -147,6 +156,7 @@ pub fn refused_over_maxmemory(spec: &Spec, client: &Client) -> bool {
 /// Ends the transaction of `client`, if any, and every watch.
 pub fn discard(server: &Server, client: &mut Client, now_ms: u64) {
     client.tx.queued = None;
+    client.tx.queued_bytes = 0;
     client.tx.refused = false;
     client.tx.grows_memory = false;
     unwatch_all(server, client, now_ms);
@@ -260,6 +270,7 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     let Some(queued) = ctx.client.tx.queued.take() else {
         return Err("ERR EXEC without MULTI".into());
     };
+    ctx.client.tx.queued_bytes = 0;
     if ctx.client.tx.refused {
         discard(ctx.server, ctx.client, ctx.now_ms);
         return Err("EXECABORT Transaction discarded because of previous errors.".into());

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use crate::pubsub::{inbox, Kind};
+use crate::pubsub::Kind;
 
 use super::{Ctx, Error, Spec, BASE};
 
@@ -83,7 +83,7 @@ fn join(ctx: &mut Ctx, kind: Kind, names: &[Bytes]) -> Result<(), Error> {
     let id = ctx.client.handle.id;
     let subs = &mut ctx.client.subscriptions;
     if subs.subscriber.is_none() {
-        let (subscriber, receiver) = inbox();
+        let (subscriber, receiver) = ctx.server.pubsub.inbox(ctx.client.handle.clone());
         subs.subscriber = Some(subscriber);
         subs.inbox = Some(receiver);
     }
