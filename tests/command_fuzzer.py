@@ -22,7 +22,11 @@ of commands are mutated (an argument dropped, added or given the wrong type).
 After every `--check-every` commands (default 1) it checks that:
 
 - keel answers: the fuzzed command gets a reply within `REPLY_TIMEOUT`, its
-  connection is only closed by QUIT, and a second connection gets PONG;
+  connection is only closed by QUIT or by keel's reply limit (a reply that
+  would pass the client budget, e.g. HRANDFIELD with a count of -10^12,
+  closes the connection and counts in INFO's
+  client_output_buffer_limit_disconnections; the fuzzer reconnects), and a
+  second connection gets PONG;
 - `used_memory_dataset` <= maxmemory, with no tolerance: README says the
   dataset stays within maxmemory after every write;
 - the process's RSS (/proc/PID/status VmRSS) <= maxmemory + maxmemory-clients
@@ -94,6 +98,8 @@ REPLY_TIMEOUT = 10.0
 # keel's jemalloc returns freed pages after dirty_decay_ms (1 s); measured, four 10 MB
 # LPUSHes left 30 MB resident, 10.9 MB 1 s later and the idle 6.8 MB within 5 s.
 RSS_SETTLE_SECONDS = 5.0
+# What `Session.run` returns when keel's reply limit closed the fuzzing connection.
+CLOSED_BY_REPLY_LIMIT = object()
 RECOUNT_SLACK_PER_KEY = 512
 # Commands kept for shrinking; an older cause shows as a sequence that no longer fails.
 LOG_WINDOW = 10_000
@@ -482,7 +488,7 @@ class CommandGenerator:
         name = _name(argv)
         if name == "multi" and reply == Status("OK"):
             self.in_transaction = True
-        elif name in ("exec", "discard", "reset", "quit"):
+        elif name in ("exec", "discard", "reset", "quit") or reply is CLOSED_BY_REPLY_LIMIT:
             self.in_transaction = False
 
     def _draw(self) -> list:
@@ -641,6 +647,7 @@ class Session:
         self.rss_limit = MAXMEMORY + MAXMEMORY_CLIENTS + self.rss_overhead
         self.worst_recount_slack = 0
         self.worst_settled_rss = 0
+        self.reply_limit_closes = self._reply_limit_closes()
 
     @classmethod
     def fresh(cls, keel_bin):
@@ -675,7 +682,16 @@ class Session:
             raise Failure("reply", f"no reply within {REPLY_TIMEOUT:g} s")
         except (ConnectionClosed, OSError) as error:
             self._check_alive()
-            raise Failure("reply", f"the connection was closed ({error})")
+            closes = self._reply_limit_closes()
+            if closes == self.reply_limit_closes:
+                raise Failure("reply", f"the connection was closed ({error})")
+            self.reply_limit_closes = closes
+            self.conn.close()
+            self.conn = RespConn(self.port, timeout=REPLY_TIMEOUT)
+            return CLOSED_BY_REPLY_LIMIT
+
+    def _reply_limit_closes(self) -> int:
+        return int(info(self.checker, "stats")["client_output_buffer_limit_disconnections"])
 
     def check(self, recount=False):
         memory = self._check_alive()
