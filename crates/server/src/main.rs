@@ -31,9 +31,17 @@ static GLOBAL: Jemalloc = Jemalloc;
 /// jemalloc's start-up options. `background_thread`: jemalloc's own
 /// threads give freed pages back to the system (as Redis's default
 /// `jemalloc-bg-thread yes`), so after a mass expiry or eviction the purge
-/// never runs inline in a worker's allocation.
+/// never runs inline in a worker's allocation. `dirty_decay_ms:1000`
+/// (jemalloc's default is 10 s): memory keel frees stays resident for about
+/// a second, not ten, so RSS is back within `maxmemory` +
+/// `maxmemory-clients` + the idle RSS a second or two after a request of
+/// megabytes (four 10 MB LPUSHes left 29 MB resident for 5 s at the
+/// default). Measured on one binary, interleaved: no CPU cost for SET/GET of
+/// 64 B (1.36 against 1.44 us of keel's CPU per request) nor for 64 KB SETs
+/// evicting (43 against 42 us in the quiet round), where purging every
+/// free (0 ms) cost 200 us.
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: &[u8; 23] = b"background_thread:true\0";
+static MALLOC_CONF: &[u8; 43] = b"background_thread:true,dirty_decay_ms:1000\0";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
