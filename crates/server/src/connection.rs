@@ -436,9 +436,12 @@ impl<'a> Connection<'a> {
             if !partial {
                 budget.release_token(handle.id);
             }
-            // Room for what a big argument still needs, or at least a chunk;
-            // a buffer that keeps filling up doubles, as a pipeline needs.
-            let wanted = decoder.bytes_wanted().max(READ_CHUNK / 4);
+            // Room for what a big argument still needs beyond what is
+            // buffered of it, or at least a chunk; a buffer that keeps filling
+            // up doubles, as a pipeline needs. (Asking for the whole argument
+            // again on every read reallocated a 10 MB argument six times.)
+            let missing = decoder.bytes_wanted().saturating_sub(read_buf.len());
+            let wanted = missing.max(READ_CHUNK / 4);
             let growth = wanted.max(read_buf.len()).max(READ_CHUNK);
             let may_take_token = self.client.tx.queued.is_none();
             // Subscribers wait for messages, not requests: Redis exempts them
