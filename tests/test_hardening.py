@@ -278,3 +278,143 @@ def test_a_multi_queue_is_held_to_the_client_budget(start_server):
     # The paused connection notices, and its queue leaves the budget.
     with srv.conn() as conn:
         wait_for(lambda: int(info(conn, "memory")["mem_clients_normal"]) < 64 << 10)
+
+
+# -- a write that grows more than its arguments ----------------------------------------
+
+MAXMEMORY = 16 * 1024 * 1024
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+LESS_THAN_ITS_ARGUMENTS = "Redis reserves nothing for a write's growth and lets the dataset pass maxmemory"
+
+
+def dataset_bytes(conn) -> int:
+    return int(info(conn, "memory")["used_memory_dataset"])
+
+
+def assert_within_maxmemory(conn):
+    assert dataset_bytes(conn) <= MAXMEMORY
+
+
+def fill_sets(conn, keys, bytes_each):
+    """Disjoint sets of 100-byte members at `keys`, each holding about
+    `bytes_each` of the dataset."""
+    for n, key in enumerate(keys):
+        target = dataset_bytes(conn) + bytes_each
+        batch = 0
+        while dataset_bytes(conn) < target:
+            members = [f"{key}:{n}:{batch}:{i}".ljust(100, "m") for i in range(1000)]
+            conn.call("SADD", key, *members)
+            batch += 1
+
+
+def setup_string(conn):
+    conn.call("SET", "k", "hello")
+
+
+def setup_big_string(conn):
+    conn.call("SETRANGE", "k", "12000000", "x")
+
+
+def setup_copy_source(conn):
+    conn.call("SETRANGE", "src", "9000000", "x")
+
+
+def setup_sets(conn):
+    fill_sets(conn, ["s1", "s2"], 5 * 1024 * 1024)
+
+
+def setup_full_dataset(conn):
+    conn.call("SET", "k", "hello")
+    value = "v" * 100_000
+    n = 0
+    while conn.call("SET", f"fill:{n}", value) == OK:
+        n += 1
+
+
+# (setup, the write, a read that shows the write changed nothing)
+GROWING_WRITES = [
+    (setup_string, ("SETRANGE", "k", "500000000", "x"), ("GET", "k")),
+    (setup_big_string, ("APPEND", "k", "y" * 3_000_000), ("STRLEN", "k")),
+    (setup_copy_source, ("COPY", "src", "dst"), ("EXISTS", "dst")),
+    (setup_sets, ("SUNIONSTORE", "u", "s1", "s2"), ("EXISTS", "u")),
+    (setup_full_dataset, ("EXPIRE", "k", "100"), ("TTL", "k")),
+    (setup_full_dataset, ("GETEX", "k", "EX", "100"), ("TTL", "k")),
+]
+
+
+@pytest.mark.keel_differs(reason=LESS_THAN_ITS_ARGUMENTS)
+@pytest.mark.parametrize("setup, write, read", GROWING_WRITES,
+                         ids=[w[1][0] for w in GROWING_WRITES])
+def test_a_write_that_cannot_fit_gets_oom_and_changes_nothing(start_server, setup, write, read):
+    srv = start_server({"maxmemory": str(MAXMEMORY), "maxmemory-policy": "noeviction"})
+    with srv.conn() as conn:
+        setup(conn)
+        before, bytes_before = conn.call(*read), dataset_bytes(conn)
+        assert conn.call(*write) == Err(OOM)
+        assert conn.call(*read) == before
+        assert dataset_bytes(conn) <= bytes_before
+
+
+@pytest.mark.keel_differs(reason=LESS_THAN_ITS_ARGUMENTS)
+def test_exec_refuses_each_queued_write_that_cannot_fit(start_server):
+    srv = start_server({"maxmemory": str(MAXMEMORY), "maxmemory-policy": "noeviction"})
+    with srv.conn() as conn:
+        assert conn.call("MULTI") == OK
+        for key in "abc":
+            conn.call("SETRANGE", key, "5000000", "x")
+        assert conn.call("EXEC") == [5000001, 5000001, Err(OOM)]
+        assert conn.call("EXISTS", "c") == 0
+        assert_within_maxmemory(conn)
+
+
+def setup_keys_to_evict(conn):
+    """10 MB of keys with a TTL: under volatile-lru they are what may be
+    evicted, so the write's own keys stay."""
+    value = "v" * 100_000
+    for n in range(100):
+        conn.call("SET", f"fill:{n}", value, "EX", "1000")
+
+
+@pytest.mark.keel_differs(reason=LESS_THAN_ITS_ARGUMENTS)
+@pytest.mark.parametrize("write, read, expected", [
+    (("SETRANGE", "k", "8000000", "x"), ("STRLEN", "k"), 8000001),
+    (("COPY", "src", "dst"), ("STRLEN", "dst"), 4000001),
+    (("SUNIONSTORE", "u", "s1", "s2"), ("EXISTS", "u"), 1),
+], ids=["SETRANGE", "COPY", "SUNIONSTORE"])
+def test_a_growing_write_evicts_to_fit(start_server, write, read, expected):
+    srv = start_server({"maxmemory": str(MAXMEMORY), "maxmemory-policy": "volatile-lru"})
+    with srv.conn() as conn:
+        if write[0] == "COPY":
+            conn.call("SETRANGE", "src", "4000000", "x")
+        if write[0] == "SUNIONSTORE":
+            fill_sets(conn, ["s1", "s2"], 2 * 1024 * 1024)
+        setup_keys_to_evict(conn)
+        assert conn.call(*write) != Err(OOM)
+        assert conn.call(*read) == expected
+        assert int(info(conn, "stats")["evicted_keys"]) > 0
+        assert_within_maxmemory(conn)
+
+
+@pytest.mark.keel_differs(reason=LESS_THAN_ITS_ARGUMENTS)
+def test_a_write_larger_than_maxmemory_evicts_nothing(start_server):
+    srv = start_server({"maxmemory": str(MAXMEMORY)})
+    with srv.conn() as conn:
+        setup_keys_to_evict(conn)
+        keys = conn.call("DBSIZE")
+        assert conn.call("SETRANGE", "k", "500000000", "x") == Err(OOM)
+        assert conn.call("DBSIZE") == keys
+        assert int(info(conn, "stats")["evicted_keys"]) == 0
+
+
+@pytest.mark.keel_differs(reason=LESS_THAN_ITS_ARGUMENTS)
+def test_exec_makes_room_for_its_queue_before_it_runs(start_server):
+    srv = start_server({"maxmemory": str(MAXMEMORY)})
+    big = "x" * 3_000_000
+    with srv.conn() as conn:
+        setup_keys_to_evict(conn)
+        assert conn.call("MULTI") == OK
+        for key in "ab":
+            conn.call("SET", key, big)
+        assert conn.call("EXEC") == [OK, OK]
+        assert conn.call("STRLEN", "a") == conn.call("STRLEN", "b") == len(big)
+        assert_within_maxmemory(conn)

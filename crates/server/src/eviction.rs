@@ -18,11 +18,18 @@
 //! outrun the task and reach `maxmemory` does a write evict, and then
 //! [`INLINE_EVICTION_MAX_KEYS`] keys, or more only as far as its own size
 //! needs; meanwhile the task drops its CPU cap until the dataset is back
-//! under the limit. Each write reserves what it may add (its arguments and
-//! a new key's overhead) while it runs, so concurrent writes make room for
-//! one another, and it checks again when done: the dataset stays within
-//! `maxmemory` after every write. Under `noeviction` a write fails with
-//! Redis's OOM error when the dataset is already over the limit.
+//! under the limit. Each write reserves what it may add while it runs, so
+//! concurrent writes make room for one another: before it runs, what its
+//! arguments and a new key's overhead may add ([`Server::make_room`]); and
+//! once it sees its keys, what it really adds beyond that (SETRANGE's
+//! padding, COPY's copy, a *STORE's result, a new deadline: [`Room`]'s
+//! `try_grow`, which never evicts, since the write holds shard locks). A
+//! write that finds no room has changed nothing; dispatch evicts with no
+//! lock held and runs it again, or replies Redis's OOM error when the
+//! policy cannot evict enough (`noeviction`). It checks again when done:
+//! the dataset stays within `maxmemory` after every write. Under
+//! `noeviction` a write also fails with OOM when the dataset is already
+//! over the limit, as in Redis.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -77,19 +84,12 @@ impl Server {
     /// be refused with OOM (noeviction, or nothing left that the policy may
     /// evict, while the dataset is over `maxmemory`, as Redis decides).
     pub fn make_room(&self, now_ms: u64, incoming: usize) -> Option<Room<'_>> {
+        let mut room = Room::empty(self);
         let Some(marks) = self.watermarks() else {
-            return Some(Room {
-                server: self,
-                bytes: 0,
-            });
+            return Some(room);
         };
-        self.reserved_for_writes
-            .fetch_add(incoming, Ordering::Relaxed);
         // From here, dropping the room (OOM included) ends the reservation.
-        let room = Room {
-            server: self,
-            bytes: incoming,
-        };
+        room.add(incoming);
         let used = self.dataset_with_reservations();
         if used > marks.high {
             self.eviction_wake.notify_one();
@@ -127,28 +127,106 @@ impl Server {
     }
 }
 
-/// Room made for one write by [`Server::make_room`]: its bytes count as
-/// reserved while it runs, so concurrent writes make room for each other
-/// too. When it is dropped (the write is done) the reservation ends, and if
-/// the write grew the dataset past `maxmemory` after all (a collection
-/// changing encoding can grow by more than its arguments), a few more keys
-/// go before the reply is sent.
+/// Room made for one write by [`Server::make_room`], grown by what the
+/// write finds it adds once it sees its keys (see `Ctx::reserve`): its
+/// bytes count as reserved while it runs, so concurrent writes make room
+/// for each other too. When it ends (the write is done) the reservation
+/// ends, and if the write grew the dataset past `maxmemory` after all (a
+/// collection changing encoding can grow by more than it reserved), a few
+/// more keys go before the reply is sent.
 pub struct Room<'a> {
     server: &'a Server,
     bytes: usize,
 }
 
-impl Drop for Room<'_> {
-    fn drop(&mut self) {
+impl<'a> Room<'a> {
+    /// No room: for a command that reserves nothing before it runs.
+    pub fn empty(server: &'a Server) -> Room<'a> {
+        Room { server, bytes: 0 }
+    }
+
+    /// Grows the room by `bytes` if the dataset, with what every write
+    /// reserved, stays within `maxmemory`. Never evicts, so a handler
+    /// holding shard locks may call it.
+    pub fn try_grow(&mut self, bytes: usize) -> bool {
+        let Some(marks) = self.server.watermarks() else {
+            return true;
+        };
+        self.add(bytes);
+        if self.server.dataset_with_reservations() <= marks.limit {
+            return true;
+        }
+        self.release(bytes);
+        false
+    }
+
+    /// Grows the room by `bytes`, evicting what the policy allows until the
+    /// dataset, with what every write reserved, is within `maxmemory`.
+    /// False, the room unchanged, when the policy cannot evict enough, and
+    /// at once, evicting nothing, when the room alone would pass
+    /// `maxmemory`. It takes shard locks: the caller must hold none.
+    pub fn grow_evicting(&mut self, now_ms: u64, bytes: usize) -> bool {
+        let Some(marks) = self.server.watermarks() else {
+            return true;
+        };
+        if self.bytes.saturating_add(bytes) as u64 > marks.limit {
+            return false;
+        }
+        self.add(bytes);
+        self.server.eviction_wake.notify_one();
+        while self.server.dataset_with_reservations() > marks.limit {
+            if !self.server.store.evict_one(now_ms, crate::lazyfree::free) {
+                self.release(bytes);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Bytes reserved.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Ends the part of the reservation past `bytes`, once what it was
+    /// for is in the dataset. Never evicts.
+    pub fn shrink_to(&mut self, bytes: usize) {
+        self.release(self.bytes - bytes);
+    }
+
+    fn add(&mut self, bytes: usize) {
+        self.bytes += bytes;
         self.server
             .reserved_for_writes
-            .fetch_sub(self.bytes, Ordering::Relaxed);
+            .fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn release(&mut self, bytes: usize) {
+        self.bytes -= bytes;
+        self.server
+            .reserved_for_writes
+            .fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// Ends the reservation, once the write is done, and evicts a few keys
+    /// if the dataset passed `maxmemory` after all.
+    pub fn end(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        self.release(self.bytes);
         let Some(marks) = self.server.watermarks() else {
             return;
         };
         if self.server.dataset_with_reservations() > marks.limit {
             self.server.evict_inline(unix_ms(), marks.limit, 0);
         }
+    }
+}
+
+impl Drop for Room<'_> {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 

@@ -376,6 +376,13 @@ impl Entry {
         })
     }
 
+    /// Heap bytes the block takes beyond its own to hold a deadline too:
+    /// its 8 bytes, as the allocator's size classes round them.
+    pub(crate) fn block_growth_for_deadline(&self) -> usize {
+        let size = self.shape().size();
+        allocated(size + 8) - allocated(size)
+    }
+
     /// Sets or clears the deadline. The block is rebuilt when the key
     /// gains or loses a TTL, since the deadline takes room only when set.
     pub(crate) fn set_expire_at_ms(&mut self, at: Option<u64>) {

@@ -98,7 +98,7 @@ const MAX_PACKED_DEADLINE: u64 = (1 << (64 - SLOT_BITS)) - 1;
 const PACKED_DEADLINE_BYTES: usize = 11;
 /// Bytes one wide deadline costs: a 16-byte element in B-tree nodes that
 /// are about two-thirds full on average.
-const WIDE_DEADLINE_BYTES: usize = 24;
+pub(crate) const WIDE_DEADLINE_BYTES: usize = 24;
 
 /// One shard's keys with a TTL, ordered by `(deadline, slot)`.
 ///

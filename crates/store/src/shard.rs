@@ -355,6 +355,16 @@ impl Shard {
         entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + index::BYTES_PER_KEY
     }
 
+    /// What giving `entry` a deadline adds: the deadline in its block and
+    /// the key's element in the deadline index (at most a wide one's
+    /// bytes); 0 for an entry that has one.
+    pub fn deadline_growth(entry: &Entry) -> usize {
+        match entry.expire_at_ms() {
+            Some(_) => 0,
+            None => entry.block_growth_for_deadline() + crate::expiry::WIDE_DEADLINE_BYTES,
+        }
+    }
+
     fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }

@@ -14,6 +14,10 @@ use crate::types::{Hash, List, Set, ZSet};
 /// the same names so tools written against Redis read keel the same way.
 const EMBSTR_MAX_LEN: usize = 44;
 
+/// The most spare room a growing string is given at once, as Redis's
+/// `SDS_MAX_PREALLOC`.
+const MAX_PREALLOC: usize = 1 << 20;
+
 /// Integers below this are shared objects in Redis (OBJECT REFCOUNT says
 /// 2147483647 for them unless an LRU/LFU policy needs per-key metadata).
 pub const SHARED_INTEGERS: i64 = 10_000;
@@ -94,6 +98,36 @@ impl Str {
         match self {
             Str::Growable(v) => v,
             _ => unreachable!("converted just above"),
+        }
+    }
+
+    /// Heap bytes [`Str::grow_to`] adds for the string to hold `len`
+    /// bytes: known before the write, so the write can reserve them.
+    pub fn growth_to(&self, len: usize) -> usize {
+        allocated(self.capacity_for(len)).saturating_sub(self.heap_bytes())
+    }
+
+    /// The string as a growable buffer with room for `len` bytes, allocated
+    /// as [`Str::growth_to`] says.
+    pub fn grow_to(&mut self, len: usize) -> &mut Vec<u8> {
+        let capacity = self.capacity_for(len);
+        let bytes = self.make_growable();
+        bytes.reserve_exact(capacity - bytes.len());
+        bytes
+    }
+
+    /// The capacity a growable string takes to hold `len` bytes: what it
+    /// has if that is enough, else Redis's greedy growth
+    /// (`sdsMakeRoomFor`): double under [`MAX_PREALLOC`], then that much
+    /// more, so repeated appends are amortised and the spare room of a big
+    /// string stays bounded.
+    fn capacity_for(&self, len: usize) -> usize {
+        match self {
+            Str::Growable(v) if v.capacity() >= len => v.capacity(),
+            _ => {
+                let len = len.max(self.len());
+                len.saturating_add(len.min(MAX_PREALLOC))
+            }
         }
     }
 
@@ -417,5 +451,21 @@ mod tests {
         s.make_growable().extend_from_slice(b"3");
         assert_eq!(s.encoding(), "raw");
         assert_eq!(s.as_i64(), Some(123));
+    }
+
+    #[test]
+    fn growth_is_known_before_the_string_grows() {
+        let mut s = Str::from_bytes(b"hello");
+        for len in [6, 100, 5000, 3 << 20, (3 << 20) + 10, 9 << 20] {
+            let (before, growth) = (s.heap_bytes(), s.growth_to(len));
+            s.grow_to(len).resize(len, 0);
+            assert_eq!(s.heap_bytes(), before + growth, "growing to {len}");
+        }
+        assert_eq!(s.growth_to(9 << 20), 0, "room was left");
+        let spare = s.heap_bytes() - (9 << 20);
+        assert!(
+            spare <= MAX_PREALLOC * 5 / 4,
+            "past 1 MB, at most 1 MB spare: {spare}"
+        );
     }
 }

@@ -30,7 +30,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         Lookup::Found(mut entry) => {
             edit(&mut entry, Value::as_str_mut, |s| {
                 check_length(s.len() as u64, tail.len() as u64, max)?;
-                let bytes = s.make_growable();
+                let len = s.len() + tail.len();
+                ctx.reserve(s.growth_to(len))?;
+                let bytes = s.grow_to(len);
                 bytes.extend_from_slice(tail);
                 // Redis signals APPEND even of an empty string.
                 Ok(Edit::changed(bytes.len()))

@@ -143,17 +143,25 @@ pub fn update<T: Kind, R>(
     update_in(&mut shard, key, missing, f)
 }
 
-/// Replaces `key` with `value` in a locked shard (the *STORE commands), or
-/// deletes it when `value` is an empty collection, as Redis does.
-pub fn store_in(shard: &mut WriteShard, key: &[u8], value: Value) {
+/// Replaces `key` with `value` in a locked shard (the *STORE commands),
+/// having reserved the room it takes, or deletes it when `value` is an
+/// empty collection, as Redis does.
+pub fn store_in(
+    ctx: &mut Ctx,
+    shard: &mut WriteShard,
+    key: &[u8],
+    value: Value,
+) -> Result<(), Error> {
     let old = if value.is_empty_collection() {
         shard.remove(key)
     } else {
+        ctx.reserve(value.heap_bytes())?;
         shard.insert(key, value, None)
     };
     if let Some(old) = old {
         crate::lazyfree::free(old);
     }
+    Ok(())
 }
 
 /// The conversion thresholds for this command.

@@ -8,7 +8,7 @@
 //! a database) free of cycles. Inside EXEC every shard is held anyway.
 
 use bytes::Bytes;
-use keel_store::{Entry, Value, WriteShard};
+use keel_store::{Entry, Shard, Value, WriteShard};
 
 use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
@@ -29,8 +29,11 @@ pub const SPEC: Spec = Spec {
 /// A source's value and deadline, cloned.
 type Copied = (Value, Option<u64>);
 
-fn clone_of(entry: &Entry) -> Copied {
-    (entry.value().to_value(), entry.expire_at_ms())
+/// Reserves the room the copy takes, as MEMORY USAGE counts the source,
+/// then clones it.
+fn clone_of(ctx: &mut Ctx, entry: &Entry) -> Result<Copied, Error> {
+    ctx.reserve(Shard::entry_bytes(entry))?;
+    Ok((entry.value().to_value(), entry.expire_at_ms()))
 }
 
 /// Writes the copy at `destination` unless it exists and `replace` is
@@ -71,12 +74,16 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let copied = if target_db == ctx.client.db {
         let mut locked = db.write_many(&[source, destination]);
-        match locked.peek(source).map(clone_of) {
+        match locked.peek(source).map(|e| clone_of(ctx, e)).transpose()? {
             Some(copied) => place(locked.shard(destination), destination, copied, replace),
             None => false,
         }
     } else {
-        let copied = db.read(source).peek(source).map(clone_of);
+        let copied = db
+            .read(source)
+            .peek(source)
+            .map(|e| clone_of(ctx, e))
+            .transpose()?;
         let target = ctx.server.store.db(target_db, ctx.now_ms);
         copied.is_some_and(|c| place(&mut target.write(destination), destination, c, replace))
     };

@@ -2,6 +2,7 @@
 //! key's deadline; a deadline already past deletes the key.
 
 use bytes::Bytes;
+use keel_store::Shard;
 
 use super::{deadline_ms, is, Ctx, Error, Spec, Unit, BASE};
 
@@ -125,6 +126,7 @@ fn expire(
     if when <= ctx.now_ms as i64 {
         crate::lazyfree::free(entry.remove());
     } else {
+        ctx.reserve(Shard::deadline_growth(entry.entry()))?;
         entry.set_expire_at_ms(Some(when as u64));
     }
     ctx.w().integer(1);

@@ -2,6 +2,7 @@
 //! clears the TTL.
 
 use bytes::Bytes;
+use keel_store::Shard;
 
 use super::set::{option_deadline, parse_options, Kind, Ttl};
 use super::{errors, write_str, Ctx, Error, Spec, BASE};
@@ -37,6 +38,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     // Like Redis: the time is validated only once the key is known to be a
     // string, and before anything is replied.
     let deadline = option_deadline(ctx, args, options.ttl, "getex")?;
+    if deadline.is_some_and(|at| at > ctx.now_ms) {
+        ctx.reserve(Shard::deadline_growth(entry.entry()))?;
+    }
     write_str(&mut ctx.w(), s);
     match (options.ttl, deadline) {
         (_, Some(at)) if at <= ctx.now_ms => {

@@ -22,6 +22,7 @@ use bytes::{Bytes, BytesMut};
 use keel_resp::{ReplyLimit, Writer};
 
 use crate::client::{AfterReply, Client, ClientHandle};
+use crate::eviction::Room;
 use crate::server::Server;
 
 mod append;
@@ -425,6 +426,15 @@ pub struct Ctx<'a> {
     pub redacted: Vec<usize>,
     /// How far this command's reply may grow `out` (see [`reply_limit`]).
     pub reply_limit: ReplyLimit,
+    /// Room reserved in the dataset for the running command (for EXEC, for
+    /// its queue): what dispatch made for its arguments, grown by
+    /// [`Ctx::reserve`].
+    room: Room<'a>,
+    /// Room dispatch made by evicting after the command found none, which
+    /// its next run claims instead of reserving it again (see [`call`]).
+    room_made: usize,
+    /// Set by [`Ctx::reserve`] when the room it asked for needs evicting.
+    room_needed: Option<usize>,
 }
 
 impl<'a> Ctx<'a> {
@@ -440,6 +450,24 @@ impl<'a> Ctx<'a> {
     /// checks it to stop early.
     pub fn w(&mut self) -> Writer<'_> {
         Writer::limited(self.out, self.client.protocol, &mut self.reply_limit)
+    }
+
+    /// Reserves `bytes` that the running write adds to the dataset beyond
+    /// its arguments (which dispatch reserved for a `denyoom` command): a
+    /// write calls it once it knows them and before it changes anything.
+    /// Without room short of evicting it fails with OOM, having changed
+    /// nothing; dispatch then evicts, holding no shard lock, and runs the
+    /// command again (see [`call`]), except inside EXEC, whose locks stay
+    /// held, so there the OOM stands.
+    pub fn reserve(&mut self, bytes: usize) -> Result<(), Error> {
+        let claimed = bytes.min(self.room_made);
+        self.room_made -= claimed;
+        let bytes = bytes - claimed;
+        if bytes == 0 || self.room.try_grow(bytes) {
+            return Ok(());
+        }
+        self.room_needed = Some(bytes);
+        Err(errors::OOM.into())
     }
 
     /// The selected database at this command's instant.
@@ -716,6 +744,9 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         now_ms,
         redacted: Vec::new(),
         reply_limit: reply_limit(server, reply_start),
+        room: Room::empty(server),
+        room_made: 0,
+        room_needed: None,
     };
     let id = match resolve(table, args) {
         Ok(id) => id,
@@ -736,20 +767,20 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
             return reject(&mut ctx, Some(id), refusal.into());
         }
     }
-    let room = match multi::refused_over_maxmemory(spec, ctx.client) {
-        true => match server.make_room(now_ms, bytes_a_write_may_add(server, args)) {
-            Some(room) => Some(room),
+    if multi::refused_over_maxmemory(spec, ctx.client) {
+        let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
+        match server.make_room(now_ms, incoming) {
+            Some(room) => ctx.room = room,
             None => return reject(&mut ctx, Some(id), errors::OOM.into()),
-        },
-        false => None,
-    };
+        }
+    }
     if ctx.client.tx.queued.is_some() && !multi::runs_inside_multi(spec) {
         multi::queue(ctx.client, spec, args);
         ctx.w().simple("QUEUED");
         return;
     }
     call(&mut ctx, id, args);
-    drop(room);
+    ctx.room.end();
     if ctx.reply_limit.exceeded {
         drop_oversized_reply(&mut ctx, reply_start);
     }
@@ -793,11 +824,32 @@ fn drop_oversized_reply(ctx: &mut Ctx, reply_start: usize) {
     ctx.server.stats.count_output_limit_disconnection();
 }
 
-/// What a write may add to the dataset, for [`Server::make_room`]: its
-/// arguments (keys, values, members) as allocated (the allocator rounds a
-/// request up by at most a quarter, see `keel_store::size_class`), a new
-/// key's metadata, and the growth of the tables that may hold it. A
-/// collection changing encoding can add more; the room is checked again
+/// What a command may add to the dataset before it runs, for
+/// [`Server::make_room`]: its arguments' share (see
+/// [`bytes_a_write_may_add`]), or for EXEC the sum of its queued writes'
+/// shares, reserved before it locks the shards its queue reaches, since a
+/// queued write cannot evict while they are held (see [`Ctx::reserve`]).
+fn bytes_a_command_may_add(server: &Server, client: &Client, spec: &Spec, args: &[Bytes]) -> usize {
+    match &client.tx.queued {
+        Some(queued) if spec.name == "exec" => queued
+            .iter()
+            .filter(|queued| {
+                resolve(&server.commands, queued)
+                    .is_ok_and(|id| server.commands.specs[id].has_flag("denyoom"))
+            })
+            .map(|queued| bytes_a_write_may_add(server, queued))
+            .sum(),
+        _ => bytes_a_write_may_add(server, args),
+    }
+}
+
+/// What a write may add to the dataset, known from its arguments alone:
+/// the arguments (keys, values, members) as allocated (the allocator rounds
+/// a request up by at most a quarter, see `keel_store::size_class`), a new
+/// key's metadata, and the growth of the tables that may hold it. A write
+/// that adds more than its arguments (SETRANGE's padding, COPY, a *STORE's
+/// result) reserves the rest itself with [`Ctx::reserve`]; a collection
+/// changing encoding can add a little more, and the room is checked again
 /// when the write is done.
 fn bytes_a_write_may_add(server: &Server, args: &[Bytes]) -> usize {
     const NEW_KEY_METADATA_BYTES: usize = 128;
@@ -819,7 +871,7 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     let asked_before = ctx.client.after_reply.is_some();
     let reply_start = ctx.out.len();
     let started = Instant::now();
-    let result = (spec.run)(ctx, args);
+    let result = run_with_room(ctx, spec, args, reply_start);
     let mut elapsed = started.elapsed();
     let failed = match result {
         Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
@@ -864,6 +916,36 @@ fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         let keys = spec.key_args(args).map(|k| (db, k.clone()));
         ctx.client.ready.extend(keys);
     }
+}
+
+/// Runs the handler. A write that found no room short of evicting (see
+/// [`Ctx::reserve`]) changed nothing and let go of its shard locks when it
+/// returned: room is made by evicting and it runs again, claiming that
+/// room. Inside EXEC the transaction holds its locks, so the OOM stands.
+/// Once it has run, what it reserved itself is in the dataset, so that
+/// reservation ends (the next command of an EXEC does not count it twice).
+fn run_with_room(
+    ctx: &mut Ctx,
+    spec: &Spec,
+    args: &[Bytes],
+    reply_start: usize,
+) -> Result<(), Error> {
+    let reserved_before = ctx.room.bytes();
+    let mut made = 0;
+    let result = loop {
+        ctx.room_made = made;
+        let result = (spec.run)(ctx, args);
+        let Some(needed) = ctx.room_needed.take() else {
+            break result;
+        };
+        if ctx.client.tx.executing || !ctx.room.grow_evicting(ctx.now_ms, needed) {
+            break result;
+        }
+        made += needed;
+        ctx.out.truncate(reply_start);
+    };
+    ctx.room.shrink_to(reserved_before);
+    result
 }
 
 /// Adds a command's run to its latency histogram and, if it was slow, to

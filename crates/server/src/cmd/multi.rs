@@ -8,6 +8,12 @@
 //! queue holding a command that may grow memory: that discards the
 //! transaction with an EXECABORT naming the reason.
 //!
+//! EXEC reserves room for what its queued writes' arguments may add before
+//! it takes any lock (see `bytes_a_command_may_add`): a queued write that
+//! then finds it adds more (SETRANGE's padding) may take room that is
+//! free, but cannot evict while the transaction holds its shards, so it
+//! fails with OOM, changing nothing.
+//!
 //! EXEC runs the queue atomically: before the first queued command it
 //! write-locks every shard the transaction reaches, in the store's one
 //! global order (by database, then shard: the order every multi-shard lock

@@ -170,10 +170,11 @@ fn store(ctx: &mut Ctx, args: &[Bytes], op: Op) -> Result<(), Error> {
     };
     let len = result.len();
     store_in(
+        ctx,
         locked.shard(destination),
         destination,
         Value::Set(Box::new(result)),
-    );
+    )?;
     ctx.w().integer(len as i64);
     Ok(())
 }

@@ -39,18 +39,14 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                 return Ok(Edit::unchanged(s.len()));
             }
             check_length(offset, value.len() as u64, max)?;
-            Ok(Edit::changed(overwrite(
-                s.make_growable(),
-                offset as usize,
-                value,
-            )))
+            Ok(Edit::changed(overwrite(ctx, s, offset as usize, value)?))
         })?,
         Lookup::Missing(_) if value.is_empty() => 0,
         Lookup::Missing(vacant) => {
             check_length(offset, value.len() as u64, max)?;
-            let mut bytes = Vec::new();
-            let len = overwrite(&mut bytes, offset as usize, value);
-            vacant.insert(Value::Str(Str::Growable(bytes)), None);
+            let mut s = Str::Growable(Vec::new());
+            let len = overwrite(ctx, &mut s, offset as usize, value)?;
+            vacant.insert(Value::Str(s), None);
             len
         }
     };
@@ -58,11 +54,15 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     Ok(())
 }
 
-fn overwrite(bytes: &mut Vec<u8>, offset: usize, value: &[u8]) -> usize {
+/// Writes `value` at `offset` in `s`, padding with zero bytes, and returns
+/// the new length.
+fn overwrite(ctx: &mut Ctx, s: &mut Str, offset: usize, value: &[u8]) -> Result<usize, Error> {
     let end = offset + value.len();
+    ctx.reserve(s.growth_to(end))?;
+    let bytes = s.grow_to(end);
     if bytes.len() < end {
         bytes.resize(end, 0);
     }
     bytes[offset..end].copy_from_slice(value);
-    bytes.len()
+    Ok(bytes.len())
 }

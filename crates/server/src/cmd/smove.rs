@@ -28,10 +28,13 @@ pub const SPEC: Spec = Spec {
         if from.value().as_set().is_none() || to.is_some_and(|e| e.value().as_set().is_none()) {
             return Err(errors::WRONGTYPE.into());
         }
+        let member_there = from.value().as_set().is_some_and(|s| s.contains(member));
         if source == destination {
-            let member_there = from.value().as_set().is_some_and(|s| s.contains(member));
             ctx.w().integer(member_there as i64);
             return Ok(());
+        }
+        if member_there {
+            ctx.reserve(super::bytes_a_write_may_add(ctx.server, &args[2..]))?;
         }
         let removed = update_in(
             locked.shard(source),

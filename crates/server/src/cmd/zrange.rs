@@ -222,7 +222,7 @@ fn range_store(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
     let len = result.len();
     let value = keel_store::Value::ZSet(Box::new(result));
-    super::collection::store_in(locked.shard(destination), destination, value);
+    super::collection::store_in(ctx, locked.shard(destination), destination, value)?;
     ctx.w().integer(len as i64);
     Ok(())
 }

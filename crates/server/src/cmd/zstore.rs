@@ -256,10 +256,11 @@ fn run(ctx: &mut Ctx, args: &[Bytes], op: Op, output: Output) -> Result<(), Erro
         }
         let len = result.len();
         store_in(
+            ctx,
             locked.shard(destination),
             destination,
             Value::ZSet(Box::new(result)),
-        );
+        )?;
         ctx.w().integer(len as i64);
         return Ok(());
     }
