@@ -88,6 +88,8 @@ pub struct Config {
     /// Whether the acceptor asks for real-time scheduling
     /// (`acceptor-realtime`; see `priority.rs`).
     pub acceptor_realtime: bool,
+    /// The `lazyfree-lazy-*` and `replica-lazy-flush` directives.
+    pub lazyfree: crate::lazyfree::Settings,
 }
 
 /// `enable-debug-command`: who may run DEBUG, as in Redis 7.
@@ -225,6 +227,7 @@ impl Default for Config {
             enable_debug_command: DebugCommand::No,
             maxclients: DEFAULT_MAXCLIENTS,
             acceptor_realtime: false,
+            lazyfree: crate::lazyfree::Settings::default(),
         }
     }
 }
@@ -640,6 +643,60 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| yes_no(c.acceptor_realtime).to_string(),
         set: |c, v| {
             c.acceptor_realtime = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-eviction",
+        mutable: true,
+        get: |c| yes_no(c.lazyfree.eviction).into(),
+        set: |c, v| {
+            c.lazyfree.eviction = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-expire",
+        mutable: true,
+        get: |c| yes_no(c.lazyfree.expire).into(),
+        set: |c, v| {
+            c.lazyfree.expire = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-server-del",
+        mutable: true,
+        get: |c| yes_no(c.lazyfree.server_del).into(),
+        set: |c, v| {
+            c.lazyfree.server_del = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-user-del",
+        mutable: true,
+        get: |c| yes_no(c.lazyfree.user_del).into(),
+        set: |c, v| {
+            c.lazyfree.user_del = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-user-flush",
+        mutable: true,
+        get: |c| yes_no(c.lazyfree.user_flush).into(),
+        set: |c, v| {
+            c.lazyfree.user_flush = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "replica-lazy-flush",
+        mutable: true,
+        get: |c| yes_no(c.lazyfree.replica_flush).into(),
+        set: |c, v| {
+            c.lazyfree.replica_flush = parse_yes_no(one(v)?)?;
             Ok(())
         },
     },

@@ -118,7 +118,7 @@ impl Server {
             && (evicted < INLINE_EVICTION_MAX_KEYS
                 || before.saturating_sub(self.store.dataset_bytes()) < incoming)
         {
-            if !self.store.evict_one(now_ms, crate::lazyfree::free) {
+            if !self.store.evict_one(now_ms, crate::lazyfree::free_evicted) {
                 return !self.store.over_maxmemory();
             }
             evicted += 1;
@@ -263,7 +263,10 @@ async fn evict_to_low_watermark(server: &Server) {
                 if server.dataset_with_reservations() <= marks.low {
                     break 'slice;
                 }
-                if !server.store.evict_one(unix_ms(), crate::lazyfree::free) {
+                if !server
+                    .store
+                    .evict_one(unix_ms(), crate::lazyfree::free_evicted)
+                {
                     evictable = false;
                     break 'slice;
                 }

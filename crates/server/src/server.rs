@@ -157,6 +157,9 @@ impl Server {
                 };
                 pubsub.notify(class, name, db, key);
             }));
+        server
+            .store
+            .set_free_expired_hook(Box::new(crate::lazyfree::free_expired));
         server.apply_config();
         server
     }
@@ -164,7 +167,13 @@ impl Server {
     /// Pushes the settings that live outside [`Config`] (in the store and
     /// the logger) after the configuration changed.
     pub fn apply_config(&self) {
-        let config = self.config.read();
+        self.apply(&self.config.read());
+    }
+
+    /// Pushes `config`'s settings that live outside [`Config`]. CONFIG SET
+    /// calls this while it still holds the configuration's write lock, so
+    /// two concurrent changes are applied in the order they were made.
+    pub fn apply(&self, config: &Config) {
         let limits = config.client_output_buffer_limit;
         let settings = [
             (&self.hot.proto_max_bulk_len, config.proto_max_bulk_len),
@@ -208,6 +217,7 @@ impl Server {
             usize::try_from(config.slowlog_max_len).unwrap_or(usize::MAX),
         );
         crate::log::set_level(config.loglevel);
+        crate::lazyfree::configure(&config.lazyfree);
     }
 
     /// Starts an orderly shutdown: listeners stop, connections finish what
@@ -554,7 +564,7 @@ async fn expire_keys(server: Arc<Server>) {
                 unix_ms(),
                 EXPIRE_BATCH_PER_SHARD,
                 crate::priority::WorkersPriority::begin,
-                crate::lazyfree::free,
+                crate::lazyfree::free_expired,
             );
             server
                 .stats

@@ -35,8 +35,8 @@ pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
-    Db, DbMemory, DbStats, Held, KeyEvent, KeyEventHook, Lookup, MultiWrite, ReadShard, ShardSet,
-    ShardsLocked, Store, Vacant, WriteShard, SHARDS_PER_DB,
+    drop_unlocked, Db, DbMemory, DbStats, FreeHook, Held, KeyEvent, KeyEventHook, Lookup,
+    MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant, WriteShard, SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};

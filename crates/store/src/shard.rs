@@ -70,6 +70,14 @@ const DOUBLING_SLOTS: usize = MAX_CHUNK - FIRST_CHUNK;
 /// How many chunks double before chunks reach [`MAX_CHUNK`].
 const DOUBLING_CHUNKS: usize = (MAX_CHUNK / FIRST_CHUNK).trailing_zeros() as usize;
 
+/// Random slots [`Shard::random`] tries before it walks.
+const RANDOM_PROBES: usize = 32;
+/// Steps of [`Shard::random`]'s walk at most: a slot each, or a chunk
+/// holding no key. Four full chunks, so a key is found in any shard whose
+/// chunks hold a live key near the start, while a pick on the inline
+/// eviction path stays within a few microseconds however sparse the shard.
+const RANDOM_WALK_STEPS: usize = 4 * MAX_CHUNK;
+
 /// Number of slots in chunk `k`.
 fn chunk_len(k: usize) -> usize {
     if k < DOUBLING_CHUNKS {
@@ -140,9 +148,10 @@ pub struct Shard {
     deadline_bytes: BTreeMap<u64, usize>,
     reclaimed_expired: u64,
     watchers: hashbrown::HashMap<Box<[u8]>, Vec<WatchFlag>>,
-    /// Keys of expired entries that writers met and removed inline, kept
-    /// until the write guard reports them (keyspace notifications).
-    expired_by_writers: Vec<Box<[u8]>>,
+    /// Expired entries that writers met and removed inline, kept until the
+    /// write guard reports them (keyspace notifications) and hands them on
+    /// to be freed once the shard is released.
+    expired_by_writers: Vec<Entry>,
     /// The S3-FIFO queues, while `allkeys-s3fifo` is the policy.
     s3fifo: Option<S3Fifo>,
 }
@@ -472,12 +481,11 @@ impl Shard {
 
     fn note_expired_by_writer(&mut self, entry: Entry) {
         self.reclaimed_expired += 1;
-        self.expired_by_writers.push(entry.key().into());
+        self.expired_by_writers.push(entry);
     }
 
-    /// Keys of expired entries removed inline by writers since the last
-    /// call.
-    pub fn take_expired_by_writers(&mut self) -> Vec<Box<[u8]>> {
+    /// Expired entries removed inline by writers since the last call.
+    pub fn take_expired_by_writers(&mut self) -> Vec<Entry> {
         std::mem::take(&mut self.expired_by_writers)
     }
 
@@ -639,24 +647,39 @@ impl Shard {
             .filter(move |e| !e.is_expired(now_ms))
     }
 
-    /// A uniformly chosen live entry: random slots first (O(1) expected
-    /// while the slab is reasonably full), then a walk from a random point.
+    /// A random live entry, in bounded work: [`RANDOM_PROBES`] random
+    /// slots (each a live key with the probability the slab is full, so
+    /// almost always one in a dense shard), then a walk of at most
+    /// [`RANDOM_WALK_STEPS`] steps from a random slot, a chunk holding no
+    /// key passed in one step. `None` when both miss: the shard is sparse
+    /// and the keys near the walk's start have expired; callers try another
+    /// shard, or another time. Probes pick uniformly; a walk favours a key
+    /// after a run of empty or expired slots, as Redis's bucket sampling
+    /// favours keys in sparse buckets.
     pub fn random(&self, now_ms: u64, rng: &mut impl rand::Rng) -> Option<&Entry> {
         let slots = self.slot_count();
         if self.is_empty() {
             return None;
         }
-        for _ in 0..32 {
+        for _ in 0..RANDOM_PROBES {
             let hit = self.slot(rng.gen_range(0..slots));
             if let Some(entry) = hit.filter(|e| !e.is_expired(now_ms)) {
                 return Some(entry);
             }
         }
-        let start = rng.gen_range(0..slots);
-        (start..slots)
-            .chain(0..start)
-            .filter_map(|s| self.slot(s))
-            .find(|e| !e.is_expired(now_ms))
+        let mut slot = rng.gen_range(0..slots);
+        for _ in 0..RANDOM_WALK_STEPS {
+            let (k, i) = locate(slot);
+            if self.live_per_chunk[k] == 0 {
+                slot = chunk_start(k + 1) % slots;
+                continue;
+            }
+            if let Some(entry) = self.chunks[k][i].as_ref().filter(|e| !e.is_expired(now_ms)) {
+                return Some(entry);
+            }
+            slot = (slot + 1) % slots;
+        }
+        None
     }
 }
 
@@ -977,6 +1000,44 @@ mod tests {
         shard.unwatch(b"k", &flag);
         shard.insert(entry("k", "v", None), 0);
         assert!(!marked());
+    }
+
+    #[test]
+    fn random_picks_in_bounded_work_however_sparse_the_shard() {
+        let mut rng = rand::thread_rng();
+        let mut shard = Shard::new(RandomState::default());
+        for i in 0..20_000 {
+            shard.insert(entry(&format!("k{i}"), "v", Some(1_000)), 0);
+        }
+        shard.insert(entry("last", "v", None), 0);
+        for i in 0..20_000 {
+            shard.remove(format!("k{i}").as_bytes(), 0);
+        }
+        let slots = shard.slot_count();
+        assert!(slots > 20_000, "the last chunk keeps the slab long");
+        for _ in 0..100 {
+            let picked = shard.random(0, &mut rng).map(|e| e.key().to_vec());
+            assert_eq!(
+                picked.as_deref(),
+                Some(&b"last"[..]),
+                "empty chunks are passed in one step each"
+            );
+        }
+
+        let mut expired = Shard::new(RandomState::default());
+        for i in 0..20_000 {
+            expired.insert(entry(&format!("k{i}"), "v", Some(1_000)), 0);
+        }
+        for _ in 0..100 {
+            assert!(
+                expired.random(2_000, &mut rng).is_none(),
+                "a shard of expired keys gives up after bounded work"
+            );
+        }
+        let dense: usize = (0..1_000)
+            .filter(|_| expired.random(0, &mut rng).is_some())
+            .count();
+        assert_eq!(dense, 1_000);
     }
 
     #[test]

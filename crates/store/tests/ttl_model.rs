@@ -157,7 +157,7 @@ fn run(seed: u64, steps: usize) {
             "seed {seed}: expires"
         );
         assert_eq!(
-            store.stale_bytes(now),
+            store.stale_bytes(),
             0,
             "seed {seed}: nothing due is left behind"
         );

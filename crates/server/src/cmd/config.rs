@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use crate::config::{directive, DIRECTIVES};
+use crate::server::Server;
 
 use super::{errors, Ctx, Error, Spec, BASE, HELP};
 
@@ -52,6 +53,7 @@ const RESETSTAT: Spec = Spec {
     summary: "Resets the server's statistics.",
     run: |ctx, _| {
         ctx.server.stats.reset();
+        crate::lazyfree::reset_stats();
         ctx.w().ok();
         Ok(())
     },
@@ -96,9 +98,20 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if !args.len().is_multiple_of(2) {
         return Err(errors::SYNTAX.into());
     }
-    let mut next = ctx.server.config.read().clone();
+    set_pairs(ctx.server, &args[2..])?;
+    ctx.w().ok();
+    Ok(())
+}
+
+/// Sets each `name value` pair, all or none. The configuration stays
+/// write-locked from the copy that is changed to the settings applied, so
+/// a concurrent CONFIG SET of another directive neither works on a copy
+/// without this change nor applies an older configuration after it.
+fn set_pairs(server: &Server, pairs: &[Bytes]) -> Result<(), Error> {
+    let mut config = server.config.write();
+    let mut next = config.clone();
     let mut seen = Vec::new();
-    for pair in args[2..].chunks(2) {
+    for pair in pairs.chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]);
         let Some(d) = directive(&name) else {
             return Err(format!(
@@ -126,9 +139,8 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         };
         (d.set)(&mut next, &words).map_err(|e| failed(&e))?;
     }
-    *ctx.server.config.write() = next;
-    ctx.server.apply_config();
-    ctx.w().ok();
+    *config = next;
+    server.apply(&config);
     Ok(())
 }
 
@@ -142,4 +154,37 @@ fn rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
         .map_err(|e| Error::from(format!("ERR Rewriting config file: {e}")))?;
     ctx.w().ok();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two CONFIG SETs of different directives at once both stick, in the
+    /// configuration and in the settings applied from it.
+    #[test]
+    fn concurrent_sets_of_different_directives_both_stick() {
+        let server = Server::new(crate::config::Config::default(), 0);
+        let pairs = |name: &str, value: String| [Bytes::from(name.to_owned()), Bytes::from(value)];
+        for round in 0..200u64 {
+            std::thread::scope(|scope| {
+                let server = &server;
+                scope.spawn(move || set_pairs(server, &pairs("timeout", round.to_string())));
+                scope.spawn(move || {
+                    set_pairs(server, &pairs("slowlog-max-len", (round + 1).to_string()))
+                });
+            });
+            let config = server.config.read();
+            assert_eq!(
+                (config.timeout, config.slowlog_max_len),
+                (round, round + 1),
+                "round {round}"
+            );
+            let applied = server
+                .hot
+                .timeout_secs
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(applied, round, "round {round}: applied");
+        }
+    }
 }

@@ -1,11 +1,13 @@
 //! DEL key [key ...] and UNLINK key [key ...] — remove keys, reply with how
 //! many existed. UNLINK frees large values on another thread so the caller
-//! does not pay for it; DEL frees in place, as Redis does (with
-//! lazyfree-lazy-user-del off).
+//! does not pay for it; DEL frees in place unless `lazyfree-lazy-user-del`
+//! is on, as in Redis. Either way a value is freed after its shard's lock
+//! is released (see `lazyfree.rs`).
 
 use bytes::Bytes;
 
 use super::{Ctx, Error, Spec, BASE};
+use crate::lazyfree::Cause;
 
 /// DEL.
 pub const DEL: Spec = Spec {
@@ -16,7 +18,7 @@ pub const DEL: Spec = Spec {
     acl: &["@keyspace", "@write", "@slow"],
     summary: "Deletes one or more keys.",
     complexity: "O(N) where N is the number of keys that will be removed.",
-    run: |ctx, args| remove_keys(ctx, args, false),
+    run: |ctx, args| remove_keys(ctx, args, Cause::UserDel),
     ..BASE
 };
 
@@ -30,20 +32,18 @@ pub const UNLINK: Spec = Spec {
     summary: "Asynchronously deletes one or more keys.",
     since: "4.0.0",
     complexity: "O(1) for each key removed regardless of its size.",
-    run: |ctx, args| remove_keys(ctx, args, true),
+    run: |ctx, args| remove_keys(ctx, args, Cause::Unlink),
     ..BASE
 };
 
-fn remove_keys(ctx: &mut Ctx, args: &[Bytes], free_in_background: bool) -> Result<(), Error> {
+fn remove_keys(ctx: &mut Ctx, args: &[Bytes], cause: Cause) -> Result<(), Error> {
     let db = ctx.db();
     let mut removed = 0;
     for key in &args[1..] {
         let entry = db.write(key).remove(key);
         if let Some(entry) = entry {
             removed += 1;
-            if free_in_background {
-                crate::lazyfree::free(entry);
-            }
+            crate::lazyfree::free_as(cause, entry);
         }
     }
     ctx.w().integer(removed);

@@ -1,7 +1,8 @@
 //! FLUSHDB and FLUSHALL [ASYNC|SYNC] — remove every key of one or all
 //! databases. Each database is emptied under all its shard locks at once,
 //! so no concurrent command sees it half flushed. ASYNC frees the old
-//! contents on the lazyfree thread.
+//! contents on the lazyfree thread, SYNC in place once the shards are
+//! released; without either, `lazyfree-lazy-user-flush` decides.
 
 use bytes::Bytes;
 
@@ -35,9 +36,9 @@ pub const FLUSHALL: Spec = Spec {
 
 fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
     let background = match args {
-        [_] => false,
-        [_, mode] if is(mode, "async") => true,
-        [_, mode] if is(mode, "sync") => false,
+        [_] => None,
+        [_, mode] if is(mode, "async") => Some(true),
+        [_, mode] if is(mode, "sync") => Some(false),
         _ => return Err(errors::SYNTAX.into()),
     };
     let store = &ctx.server.store;
@@ -48,9 +49,7 @@ fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
     };
     for index in dbs {
         let old = store.db(index, ctx.now_ms).flush();
-        if background {
-            crate::lazyfree::free_in_background(old);
-        }
+        crate::lazyfree::free_flushed(old, background);
     }
     ctx.w().ok();
     Ok(())

@@ -204,7 +204,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 server.client_budget.limit().to_string(),
             );
             put("mem_allocator", "jemalloc-5.3.0".into());
-            put("lazyfree_pending_objects", "0".into());
+            let lazyfree = crate::lazyfree::pending();
+            put("lazyfree_pending_objects", lazyfree.objects.to_string());
+            put("lazyfree_pending_bytes", lazyfree.bytes.to_string());
+            put("lazyfreed_objects", lazyfree.freed.to_string());
         }
         "persistence" => {
             put("loading", "0".into());
@@ -233,7 +236,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("rejected_connections", t.rejected_connections.to_string());
             put("expired_keys", server.store.expired_keys().to_string());
             let dataset = server.store.dataset_bytes().max(1) as f64;
-            let stale = server.store.stale_bytes(now_ms) as f64;
+            let stale = server.store.stale_bytes() as f64;
             put(
                 "expired_stale_perc",
                 format!("{:.2}", 100.0 * stale / dataset),

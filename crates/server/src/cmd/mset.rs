@@ -2,10 +2,11 @@
 //!
 //! Both lock every shard involved at once (in ascending order), so no
 //! reader sees some of the keys set and others not, and MSETNX's "none
-//! exists" check and its writes are one step.
+//! exists" check and its writes are one step. Replaced values are freed
+//! once the shards are released.
 
 use bytes::Bytes;
-use keel_store::{Str, Value};
+use keel_store::{Entry, Str, Value};
 
 use super::{Ctx, Error, Spec, BASE};
 
@@ -69,11 +70,16 @@ fn set_all(ctx: &mut Ctx, args: &[Bytes], only_if_none_exist: bool) -> Result<bo
     if only_if_none_exist && keys.iter().any(|k| locked.shard(k).peek(k).is_some()) {
         return Ok(false);
     }
-    for (key, value) in pairs {
-        locked
-            .shard(key)
-            .insert(key, Value::Str(Str::from_bytes(value)), None);
-    }
+    let replaced: Vec<Entry> = pairs
+        .into_iter()
+        .filter_map(|(key, value)| {
+            locked
+                .shard(key)
+                .insert(key, Value::Str(Str::from_bytes(value)), None)
+        })
+        .collect();
+    drop(locked);
+    replaced.into_iter().for_each(crate::lazyfree::free);
     Ok(true)
 }
 

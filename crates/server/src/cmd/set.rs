@@ -243,7 +243,11 @@ pub fn apply(
         Ttl::Keep => existing.and_then(|e| e.expire_at_ms()),
         _ => deadline,
     };
-    shard.insert(key, Value::Str(Str::from_bytes(value)), expire);
+    let replaced = shard.insert(key, Value::Str(Str::from_bytes(value)), expire);
+    drop(shard);
+    if let Some(old) = replaced {
+        crate::lazyfree::free(old);
+    }
     Ok(Applied::Set)
 }
 

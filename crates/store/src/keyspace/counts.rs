@@ -27,6 +27,11 @@ pub(super) struct ShardCounts {
     pub(super) data_bytes: AtomicUsize,
     pub(super) table_bytes: AtomicUsize,
     pub(super) expiry_index_bytes: AtomicUsize,
+    /// Bytes of keys past their deadline second and still here, as of the
+    /// write that published them (see [`Store::stale_bytes`]).
+    ///
+    /// [`Store::stale_bytes`]: super::Store::stale_bytes
+    pub(super) stale_bytes: AtomicUsize,
     /// The earliest deadline of any key, `u64::MAX` for none: active
     /// expiry skips the shard until then without locking it.
     pub(super) next_deadline: AtomicU64,
@@ -42,13 +47,15 @@ impl Default for ShardCounts {
             data_bytes: AtomicUsize::new(0),
             table_bytes: AtomicUsize::new(0),
             expiry_index_bytes: AtomicUsize::new(0),
+            stale_bytes: AtomicUsize::new(0),
             next_deadline: AtomicU64::new(u64::MAX),
         }
     }
 }
 
 impl ShardCounts {
-    pub(super) fn publish(&self, shard: &Shard) {
+    /// Publishes `shard`'s counts as they are at `now_ms`.
+    pub(super) fn publish(&self, shard: &Shard, now_ms: u64) {
         self.keys.store(shard.len(), Ordering::Relaxed);
         self.expires.store(shard.expires(), Ordering::Relaxed);
         let sum = u64::try_from(shard.expire_sum_ms()).unwrap_or(u64::MAX);
@@ -60,6 +67,8 @@ impl ShardCounts {
             .store(shard.table_bytes(), Ordering::Relaxed);
         self.expiry_index_bytes
             .store(shard.expiry_index_bytes(), Ordering::Relaxed);
+        self.stale_bytes
+            .store(shard.stale_bytes(now_ms), Ordering::Relaxed);
         self.next_deadline
             .store(shard.next_deadline().unwrap_or(u64::MAX), Ordering::Relaxed);
     }

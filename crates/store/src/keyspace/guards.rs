@@ -103,6 +103,7 @@ impl Drop for ReadShard<'_> {
                 self.db
                     .store
                     .emit(KeyEvent::Expired, self.db.index, entry.key());
+                self.db.store.free_expired(entry);
             }
             self.db.store.record_lag(self.db.now_ms, done);
         }
@@ -216,10 +217,13 @@ impl Vacant<'_, '_> {
 
 impl Drop for WriteShard<'_> {
     fn drop(&mut self) {
-        for key in self.guard.take_expired_by_writers() {
-            self.store.emit(KeyEvent::Expired, self.db, &key);
+        // Still under the lock: the free hook queues these or leaves them to
+        // `drop_unlocked`, which drops them once the guard is released.
+        for entry in self.guard.take_expired_by_writers() {
+            self.store.emit(KeyEvent::Expired, self.db, entry.key());
+            self.store.free_expired(entry);
         }
-        self.counts.publish(&self.guard);
+        self.counts.publish(&self.guard, self.now_ms);
         let growth = self.guard.table_growth_of_next_insert();
         if growth > self.store.largest_table_growth.load(Ordering::Relaxed) {
             self.store

@@ -34,13 +34,24 @@
 //! shard, another thread may hold it while it waits for one of ours, so the
 //! wait is bounded and then panics, which releases every held shard.
 //!
+//! Nothing is freed while a shard is locked: whoever would drop a removed
+//! value under a lock (a handler still holding its guard, a transaction
+//! holding its shards) hands it to [`drop_unlocked`], which drops it at
+//! once when this thread holds no shard lock, and otherwise keeps it in a
+//! thread-local list emptied as the thread's last lock is released. The
+//! thread's count of locks it took ([`Held`] guards taken, not lent) and
+//! its transaction record say whether it holds any.
+//!
 //! Trade-offs: the normal command path pays one thread-local read per lock
-//! and never meets a global lock. EXEC pays once per transaction: one lock
+//! and two thread-local updates to count it, and never meets a global lock.
+//! A value dropped under a lock costs one small allocation to be kept until
+//! the lock goes. EXEC pays once per transaction: one lock
 //! per shard it reaches. A transaction whose keys cannot be told from its
 //! commands (FLUSHALL, KEYS, SCAN, ...) names every shard, and then holds
 //! up every other client that touches a key while it runs.
 
-use std::cell::RefCell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -116,6 +127,33 @@ struct Holding {
 
 thread_local! {
     static HOLDING: RefCell<Option<Holding>> = const { RefCell::new(None) };
+    /// Shard locks this thread took through [`Held`] guards and still holds.
+    static TAKEN: Cell<usize> = const { Cell::new(0) };
+    /// Values to drop once this thread holds no shard lock.
+    static DEFERRED: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread holds a shard lock: a guard it took, or a
+/// transaction's shards.
+fn holds_a_lock() -> bool {
+    TAKEN.get() > 0 || HOLDING.with_borrow(Option::is_some)
+}
+
+/// Drops `value` now if this thread holds no shard lock, otherwise as soon
+/// as its last one is released: freeing a large value never lengthens a
+/// lock hold, whichever path removed it.
+pub fn drop_unlocked<T: 'static>(value: T) {
+    if holds_a_lock() {
+        DEFERRED.with_borrow_mut(|deferred| deferred.push(Box::new(value)));
+    }
+}
+
+/// Drops what [`drop_unlocked`] kept, once this thread's last lock is gone.
+fn release_deferred() {
+    if !holds_a_lock() {
+        let deferred = DEFERRED.take();
+        drop(deferred);
+    }
 }
 
 /// A shard guard: taken from the lock and released on drop, or, on a
@@ -129,6 +167,7 @@ pub struct Held<G> {
 
 impl<G> Held<G> {
     fn taken(guard: G) -> Held<G> {
+        TAKEN.set(TAKEN.get() + 1);
         Held {
             guard: ManuallyDrop::new(guard),
             lent_from: None,
@@ -159,8 +198,12 @@ impl<G> DerefMut for Held<G> {
 impl<G> Drop for Held<G> {
     fn drop(&mut self) {
         match self.lent_from {
-            // SAFETY: dropped exactly once, here.
-            None => unsafe { ManuallyDrop::drop(&mut self.guard) },
+            None => {
+                // SAFETY: dropped exactly once, here.
+                unsafe { ManuallyDrop::drop(&mut self.guard) };
+                TAKEN.set(TAKEN.get() - 1);
+                release_deferred();
+            }
             #[cfg(debug_assertions)]
             Some((db, shard)) => HOLDING.with_borrow_mut(|holding| {
                 let holding = holding.as_mut().expect("lent inside the transaction");
@@ -319,6 +362,7 @@ impl Drop for ShardsLocked<'_> {
             // take_missed) and no lent guard unlocks it.
             unsafe { self.store.dbs[db][shard].force_unlock_write() };
         }
+        release_deferred();
     }
 }
 
@@ -451,6 +495,48 @@ mod tests {
                 .expect("every thread finishes: no deadlock");
         }
         threads.into_iter().for_each(|t| t.join().unwrap());
+    }
+
+    #[test]
+    fn values_dropped_under_a_lock_wait_for_its_release() {
+        struct Noted(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Noted {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let dropped = || Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let is_dropped =
+            |d: &Arc<std::sync::atomic::AtomicBool>| d.load(std::sync::atomic::Ordering::Relaxed);
+        let store = Store::new(1);
+        let keys = key_per_shard(&store);
+        let db = store.db(0, 0);
+
+        let unlocked = dropped();
+        drop_unlocked(Noted(unlocked.clone()));
+        assert!(is_dropped(&unlocked), "no lock held: dropped at once");
+
+        let (outer, inner) = (db.write(keys[1].as_bytes()), db.read(keys[2].as_bytes()));
+        let deferred = dropped();
+        drop_unlocked(Noted(deferred.clone()));
+        drop(inner);
+        assert!(!is_dropped(&deferred), "one guard is still held");
+        drop(outer);
+        assert!(is_dropped(&deferred), "dropped with the last guard");
+
+        let mut set = store.shard_set();
+        set.insert_key(0, keys[3].as_bytes());
+        let held = set.lock();
+        drop(db.write(keys[3].as_bytes()));
+        let in_transaction = dropped();
+        drop_unlocked(Noted(in_transaction.clone()));
+        drop(db.write(keys[3].as_bytes()));
+        assert!(!is_dropped(&in_transaction), "a lent guard unlocks nothing");
+        drop(held);
+        assert!(
+            is_dropped(&in_transaction),
+            "dropped when the transaction ends"
+        );
     }
 
     #[test]

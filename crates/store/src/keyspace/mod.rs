@@ -12,7 +12,8 @@
 //! - `guards`: the shard guards `Db` hands out ([`ReadShard`],
 //!   [`WriteShard`], [`MultiWrite`]) and what they do on release.
 //! - `locking`: how shard locks are taken and the order that keeps them
-//!   free of deadlock, transactions included.
+//!   free of deadlock, transactions included; values are never dropped
+//!   while a lock is held.
 //! - `counts`: each shard's counts as of its last write, which aggregate
 //!   readers use without locking.
 //! - `evict`: choosing the key to evict under the maxmemory policy.
@@ -38,7 +39,7 @@ mod locking;
 use counts::ShardCounts;
 pub use db::{Db, DbMemory, DbStats};
 pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteShard};
-pub use locking::{Held, ShardSet, ShardsLocked};
+pub use locking::{drop_unlocked, Held, ShardSet, ShardsLocked};
 
 /// Shards per database. A power of two well above the core count, so two
 /// busy keys rarely share a lock; at most 64, one bit each in a reader's
@@ -58,16 +59,24 @@ pub enum KeyEvent {
 /// What the store calls for each [`KeyEvent`]: event, database, key.
 pub type KeyEventHook = Box<dyn Fn(KeyEvent, usize, &[u8]) + Send + Sync>;
 
-/// Holds the hook; its own type so the store stays `Debug`.
-struct KeyEvents(std::sync::OnceLock<KeyEventHook>);
+/// What the store hands an expired entry that a reader or writer met and
+/// removed, once the entry's shard is released (the server frees it in the
+/// background or in place, as `lazyfree-lazy-expire` says).
+pub type FreeHook = Box<dyn Fn(crate::entry::Entry) + Send + Sync>;
+
+/// Holds the hooks; its own type so the store stays `Debug`.
+#[derive(Default)]
+struct KeyEvents {
+    notify: std::sync::OnceLock<KeyEventHook>,
+    free_expired: std::sync::OnceLock<FreeHook>,
+}
 
 impl std::fmt::Debug for KeyEvents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() {
-            "KeyEvents(hooked)"
-        } else {
-            "KeyEvents"
-        })
+        f.debug_struct("KeyEvents")
+            .field("notify", &self.notify.get().is_some())
+            .field("free_expired", &self.free_expired.get().is_some())
+            .finish()
     }
 }
 
@@ -116,7 +125,7 @@ impl Store {
             maxmemory: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
-            key_events: KeyEvents(std::sync::OnceLock::new()),
+            key_events: KeyEvents::default(),
             started: std::time::Instant::now(),
             access: AccessConfig::default(),
             encodings: crate::types::EncodingConfig::default(),
@@ -156,7 +165,22 @@ impl Store {
     /// removes it (the server publishes keyspace notifications from it).
     /// Only the first hook set is kept.
     pub fn set_key_event_hook(&self, hook: KeyEventHook) {
-        let _ = self.key_events.0.set(hook);
+        let _ = self.key_events.notify.set(hook);
+    }
+
+    /// Sets where expired entries that readers and writers remove go, once
+    /// their shard is released; without it they are dropped there. Only the
+    /// first hook set is kept.
+    pub fn set_free_expired_hook(&self, hook: FreeHook) {
+        let _ = self.key_events.free_expired.set(hook);
+    }
+
+    /// Frees an expired entry a reader or writer removed, through the hook.
+    fn free_expired(&self, entry: crate::entry::Entry) {
+        match self.key_events.free_expired.get() {
+            Some(hook) => hook(entry),
+            None => locking::drop_unlocked(entry),
+        }
     }
 
     /// The shard of every database that holds `key`.
@@ -167,7 +191,7 @@ impl Store {
     }
 
     fn emit(&self, event: KeyEvent, db: usize, key: &[u8]) {
-        if let Some(hook) = self.key_events.0.get() {
+        if let Some(hook) = self.key_events.notify.get() {
             hook(event, db, key);
         }
     }
