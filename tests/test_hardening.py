@@ -408,7 +408,7 @@ def test_a_write_larger_than_maxmemory_evicts_nothing(start_server):
 
 @pytest.mark.keel_differs(reason=LESS_THAN_ITS_ARGUMENTS)
 def test_exec_makes_room_for_its_queue_before_it_runs(start_server):
-    srv = start_server({"maxmemory": str(MAXMEMORY)})
+    srv = start_server({"maxmemory": str(MAXMEMORY), "maxmemory-policy": "volatile-lru"})
     big = "x" * 3_000_000
     with srv.conn() as conn:
         setup_keys_to_evict(conn)

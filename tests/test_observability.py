@@ -358,8 +358,10 @@ BACKGROUND = ["keel-eviction-batch", "keel-expire-pass", "keel-lazyfree", "keel-
 
 @KEEL_ONLY_WORK
 def test_background_work_histograms(start_server):
+    # Evicted values go to the lazyfree thread only with lazyfree-lazy-eviction.
     srv = start_server({"maxmemory": "4mb", "maxmemory-policy": "allkeys-random",
-                        "maxmemory-clients": "512kb", "expire-tick": "10"})
+                        "maxmemory-clients": "512kb", "expire-tick": "10",
+                        "lazyfree-lazy-eviction": "yes"})
     with srv.conn() as conn:
         conn.call("HSET", "big", *[x for i in range(3000) for x in (f"f{i}", "v" * 30)])
         conn.call("DEL", "big")

@@ -124,7 +124,7 @@ fn expire(
         return Ok(());
     }
     if when <= ctx.now_ms as i64 {
-        crate::lazyfree::free(entry.remove());
+        crate::lazyfree::free_expired(entry.remove());
     } else {
         ctx.reserve(Shard::deadline_growth(entry.entry()))?;
         entry.set_expire_at_ms(Some(when as u64));
