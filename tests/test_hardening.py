@@ -93,6 +93,18 @@ def test_a_whole_list_reply_past_the_client_budget_closes_the_client(start_serve
         assert bystander.call("LLEN", "list") == 3000
 
 
+def test_a_large_reply_within_the_budget_is_sent_whole_and_leaves_no_charge(start_server):
+    srv = start_server({"maxmemory-clients": "16mb"})
+    with srv.conn() as conn:
+        value = "x" * 1000
+        for _ in range(6):
+            conn.call("RPUSH", "list", *[value] * 500)
+        assert conn.call("LRANGE", "list", "0", "-1") == [value.encode()] * 3000
+        if srv.kind == "keel":
+            # The room granted while the 3 MB reply grew was given back.
+            wait_for(lambda: int(info(conn, "memory")["mem_clients_normal"]) < 1 << 20)
+
+
 # -- DEBUG ---------------------------------------------------------------------------
 
 def test_debug_is_refused_by_default(start_server):

@@ -31,4 +31,4 @@ pub use request::{
     split_words, Limits, ProtocolError, RequestDecoder, DEFAULT_MAX_BULK_LEN, MAX_INLINE_LEN,
     MAX_MULTIBULK_LEN,
 };
-pub use writer::{Protocol, ReplyLimit, Writer};
+pub use writer::{Protocol, ReplyLimit, ReplyRoom, Writer};

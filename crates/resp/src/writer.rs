@@ -16,24 +16,34 @@ pub enum Protocol {
 /// whether a write was refused for it.
 ///
 /// A reply that would pass its client's output limit is never built whole
-/// first: once a write would take the buffer past `max_len`, that write and
-/// every one after it is dropped and `exceeded` is set, so the caller can
-/// stop producing elements and discard the partial reply.
+/// first: once a write would take the buffer past `hard_len`, that write
+/// and every one after it is dropped and `exceeded` is set, so the caller
+/// can stop producing elements and discard the partial reply. Below that,
+/// the buffer may reach `granted_len` freely; past it, the writer asks its
+/// [`ReplyRoom`] for more, a step at a time, so a growing reply is paid for
+/// as it grows rather than once it is whole.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplyLimit {
     /// The buffer length no write may pass.
-    pub max_len: usize,
-    /// Set once a write was dropped for passing `max_len`.
+    pub hard_len: usize,
+    /// The buffer length writes may reach without asking for room.
+    pub granted_len: usize,
+    /// Room granted by the [`ReplyRoom`] so far, in bytes.
+    pub granted: usize,
+    /// Set once a write was dropped.
     pub exceeded: bool,
 }
 
-impl ReplyLimit {
-    /// No limit.
-    pub const UNLIMITED: ReplyLimit = ReplyLimit {
-        max_len: usize::MAX,
-        exceeded: false,
-    };
+/// Where a limited writer gets room for a reply past what it may write
+/// freely (a server's client memory budget).
+pub trait ReplyRoom {
+    /// Grants `bytes` more, or refuses them.
+    fn grant(&self, bytes: usize) -> bool;
 }
+
+/// The least room a writer asks for at once, so a reply of many small
+/// elements asks rarely.
+const ROOM_STEP: usize = 1 << 20;
 
 /// Appends replies to an output buffer in one protocol version.
 ///
@@ -44,7 +54,7 @@ impl ReplyLimit {
 pub struct Writer<'a> {
     buf: &'a mut BytesMut,
     protocol: Protocol,
-    limit: Option<&'a mut ReplyLimit>,
+    limit: Option<(&'a mut ReplyLimit, &'a dyn ReplyRoom)>,
 }
 
 impl<'a> Writer<'a> {
@@ -57,35 +67,48 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// A writer appending to `buf` in `protocol` that drops every write
-    /// from the first one that would pass `limit`.
-    pub fn limited(buf: &'a mut BytesMut, protocol: Protocol, limit: &'a mut ReplyLimit) -> Self {
+    /// A writer appending to `buf` in `protocol` within `limit`, asking
+    /// `room` for room past what the limit grants.
+    pub fn limited(
+        buf: &'a mut BytesMut,
+        protocol: Protocol,
+        limit: &'a mut ReplyLimit,
+        room: &'a dyn ReplyRoom,
+    ) -> Self {
         Writer {
             buf,
             protocol,
-            limit: Some(limit),
+            limit: Some((limit, room)),
         }
     }
 
     /// True once a write was dropped for the limit: the reply is incomplete
     /// and producing more of it is wasted work.
     pub fn is_full(&self) -> bool {
-        self.limit.as_ref().is_some_and(|l| l.exceeded)
+        self.limit.as_ref().is_some_and(|(l, _)| l.exceeded)
     }
 
-    /// Whether `n` more bytes may be written; marks the limit exceeded if
-    /// not.
+    /// Whether `n` more bytes may be written, asking for room if needed;
+    /// marks the limit exceeded if not.
     fn fits(&mut self, n: usize) -> bool {
-        let len = self.buf.len();
-        match self.limit.as_deref_mut() {
-            None => true,
-            Some(limit) if limit.exceeded => false,
-            Some(limit) if len.saturating_add(n) > limit.max_len => {
-                limit.exceeded = true;
-                false
-            }
-            Some(_) => true,
+        let Some((limit, room)) = self.limit.as_mut() else {
+            return true;
+        };
+        let after = self.buf.len().saturating_add(n);
+        if limit.exceeded || after > limit.hard_len {
+            limit.exceeded = true;
+            return false;
         }
+        if after > limit.granted_len {
+            let step = (after - limit.granted_len).max(ROOM_STEP);
+            if !room.grant(step) {
+                limit.exceeded = true;
+                return false;
+            }
+            limit.granted += step;
+            limit.granted_len += step;
+        }
+        true
     }
 
     fn put_u8(&mut self, b: u8) {
@@ -324,14 +347,36 @@ mod tests {
         );
     }
 
+    /// Room of `left` bytes, granted while it lasts.
+    struct Room {
+        left: std::cell::Cell<usize>,
+    }
+
+    impl ReplyRoom for Room {
+        fn grant(&self, bytes: usize) -> bool {
+            let fits = bytes <= self.left.get();
+            if fits {
+                self.left.set(self.left.get() - bytes);
+            }
+            fits
+        }
+    }
+
+    fn limit(hard_len: usize, granted_len: usize) -> ReplyLimit {
+        ReplyLimit {
+            hard_len,
+            granted_len,
+            granted: 0,
+            exceeded: false,
+        }
+    }
+
     #[test]
     fn a_limited_writer_drops_everything_from_the_write_that_would_pass_it() {
         let mut buf = BytesMut::new();
-        let mut limit = ReplyLimit {
-            max_len: 13,
-            exceeded: false,
-        };
-        let mut w = Writer::limited(&mut buf, Protocol::Resp2, &mut limit);
+        let mut limit = limit(13, 13);
+        let room = Room { left: 0.into() };
+        let mut w = Writer::limited(&mut buf, Protocol::Resp2, &mut limit, &room);
         w.array(2);
         w.bulk(b"abc");
         assert!(!w.is_full());
@@ -340,6 +385,25 @@ mod tests {
         assert!(w.is_full());
         assert_eq!(buf.as_ref(), b"*2\r\n$3\r\nabc\r\n");
         assert!(limit.exceeded);
+    }
+
+    #[test]
+    fn a_limited_writer_asks_for_room_a_step_at_a_time_until_refused() {
+        let mut buf = BytesMut::new();
+        let mut limit = limit(usize::MAX, 10);
+        let room = Room {
+            left: (2 * ROOM_STEP).into(),
+        };
+        let mut w = Writer::limited(&mut buf, Protocol::Resp2, &mut limit, &room);
+        let element = vec![b'x'; ROOM_STEP / 2];
+        for _ in 0..3 {
+            w.bulk(&element);
+        }
+        assert!(!w.is_full(), "three half steps fit in the two granted");
+        w.bulk(&element);
+        w.bulk(&element);
+        assert!(w.is_full(), "a third step is refused");
+        assert_eq!(limit.granted, 2 * ROOM_STEP);
     }
 
     #[test]

@@ -200,6 +200,13 @@ impl ClientBudget {
     }
 }
 
+/// A reply being built is granted room from the budget as it grows.
+impl keel_resp::ReplyRoom for ClientBudget {
+    fn grant(&self, bytes: usize) -> bool {
+        self.try_charge(bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -722,7 +722,12 @@ impl<'a> Connection<'a> {
         let reply_start = self.write_buf.len();
         let (server, client, out) = (self.server, &mut *self.client, &mut self.write_buf);
         let run = std::panic::AssertUnwindSafe(|| cmd::execute(server, client, args, out));
-        if std::panic::catch_unwind(run).is_ok() {
+        if let Ok(grew) = std::panic::catch_unwind(run) {
+            if grew {
+                // The reply is charged with this connection's buffers from
+                // now on, in place of the room it was granted.
+                self.recharge();
+            }
             return true;
         }
         self.write_buf.truncate(reply_start);

@@ -449,7 +449,13 @@ impl<'a> Ctx<'a> {
     /// and [`Writer::is_full`] is true: a command producing many elements
     /// checks it to stop early.
     pub fn w(&mut self) -> Writer<'_> {
-        Writer::limited(self.out, self.client.protocol, &mut self.reply_limit)
+        let budget: &crate::client_budget::ClientBudget = &self.server.client_budget;
+        Writer::limited(
+            self.out,
+            self.client.protocol,
+            &mut self.reply_limit,
+            budget,
+        )
     }
 
     /// Reserves `bytes` that the running write adds to the dataset beyond
@@ -732,29 +738,48 @@ pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
 }
 
 /// Runs one command (or queues it inside MULTI) and writes its reply to
-/// `out`.
-pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
-    let now_ms = crate::server::unix_ms();
-    let table = &server.commands;
+/// `out`. Returns true if the reply grew past what a reply may take without
+/// asking the client budget (see [`Ctx::w`]): the room it was granted is
+/// given back on return, so the caller must charge `out` itself.
+pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) -> bool {
     let reply_start = out.len();
     let mut ctx = Ctx {
         server,
         client,
         out,
-        now_ms,
+        now_ms: crate::server::unix_ms(),
         redacted: Vec::new(),
         reply_limit: reply_limit(server, reply_start),
         room: Room::empty(server),
         room_made: 0,
         room_needed: None,
     };
+    dispatch(&mut ctx, args, reply_start);
+    ctx.reply_limit.granted > 0
+}
+
+impl Drop for Ctx<'_> {
+    /// Gives back the room granted to the reply, on every way out of a
+    /// command, a panic included.
+    fn drop(&mut self) {
+        let granted = std::mem::take(&mut self.reply_limit.granted);
+        if granted > 0 {
+            self.server.client_budget.recharge(granted, 0);
+        }
+    }
+}
+
+/// Dispatch proper: everything [`execute`] does to a command.
+fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
+    let (server, now_ms) = (ctx.server, ctx.now_ms);
+    let table = &server.commands;
     let id = match resolve(table, args) {
         Ok(id) => id,
-        Err((id, err)) => return reject(&mut ctx, id, err),
+        Err((id, err)) => return reject(ctx, id, err),
     };
     let spec = table.specs[id];
     if !ctx.client.authenticated && !spec.has_flag("no_auth") {
-        return reject(&mut ctx, Some(id), errors::NOAUTH.into());
+        return reject(ctx, Some(id), errors::NOAUTH.into());
     }
     let subscribed = ctx.client.subscriptions.count() > 0;
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
@@ -764,14 +789,14 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 spec.name
             );
-            return reject(&mut ctx, Some(id), refusal.into());
+            return reject(ctx, Some(id), refusal.into());
         }
     }
     if multi::refused_over_maxmemory(spec, ctx.client) {
         let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
         match server.make_room(now_ms, incoming) {
             Some(room) => ctx.room = room,
-            None => return reject(&mut ctx, Some(id), errors::OOM.into()),
+            None => return reject(ctx, Some(id), errors::OOM.into()),
         }
     }
     if ctx.client.tx.queued.is_some() && !multi::runs_inside_multi(spec) {
@@ -779,10 +804,10 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         ctx.w().simple("QUEUED");
         return;
     }
-    call(&mut ctx, id, args);
+    call(ctx, id, args);
     ctx.room.end();
     if ctx.reply_limit.exceeded {
-        drop_oversized_reply(&mut ctx, reply_start);
+        drop_oversized_reply(ctx, reply_start);
     }
     if !ctx.client.ready.is_empty() {
         let ready = std::mem::take(&mut ctx.client.ready);
@@ -790,36 +815,42 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     }
 }
 
+/// Replies up to this long never ask the client budget for room: a
+/// command's usual reply costs no atomic operation, and each running
+/// command (one per thread) may hold this much outside the budget.
+const FREE_REPLY_BYTES: usize = 1 << 20;
+
 /// How far a reply starting at `reply_start` in the output buffer may
-/// grow: the `normal` class's hard output limit, and in any case no more
-/// than the whole client budget (`maxmemory-clients`), which a reply larger
-/// than every connection's buffers together could never stay within.
+/// grow: to the `normal` class's hard output limit, asking the client
+/// budget for room past its first [`FREE_REPLY_BYTES`], so that a reply
+/// being built is counted as it grows, and one that the budget cannot hold
+/// closes its client.
 fn reply_limit(server: &Server, reply_start: usize) -> ReplyLimit {
-    let hard = server.hot.output_hard_limit.load(Ordering::Relaxed) as usize;
-    let budget = server.client_budget.limit();
-    let per_reply = [hard, budget]
-        .into_iter()
-        .filter(|&limit| limit > 0)
-        .min()
-        .unwrap_or(usize::MAX);
+    let hard = match server.hot.output_hard_limit.load(Ordering::Relaxed) as usize {
+        0 => usize::MAX,
+        hard => hard,
+    };
     ReplyLimit {
-        max_len: reply_start.saturating_add(per_reply),
+        hard_len: reply_start.saturating_add(hard),
+        granted_len: reply_start.saturating_add(FREE_REPLY_BYTES),
+        granted: 0,
         exceeded: false,
     }
 }
 
-/// A reply that passed the client's output limit: what was written of it
-/// is dropped and the client closed, as Redis closes a client over its
-/// hard limit, instead of holding the whole reply first.
+/// A reply that passed the client's output limit, or that the client budget
+/// could not hold: what was written of it is dropped and the client closed,
+/// as Redis closes a client over its hard limit, instead of holding the
+/// whole reply first.
 fn drop_oversized_reply(ctx: &mut Ctx, reply_start: usize) {
+    let written = ctx.out.len() - reply_start;
     ctx.out.truncate(reply_start);
     ctx.client.after_reply = Some(AfterReply::Close);
     let handle = &ctx.client.handle;
     crate::warning!(
-        "Client id={} addr={} closed for overcoming of output buffer limits (a reply over {} bytes).",
+        "Client id={} addr={} closed for overcoming of output buffer limits (a reply stopped at {written} bytes).",
         handle.id,
         handle.addr,
-        ctx.reply_limit.max_len - reply_start,
     );
     ctx.server.stats.count_output_limit_disconnection();
 }
