@@ -62,6 +62,18 @@ impl Drop for Pause<'_> {
     }
 }
 
+/// How long a connection holds the progress token before another that
+/// waits for room may take it: a client sending its request a byte at a
+/// time must not keep every other from finishing theirs.
+const TOKEN_LEASE: Duration = Duration::from_secs(1);
+
+/// Who holds the progress token, since when (tokio's clock, which tests
+/// can pause and advance).
+struct Token {
+    holder: u64,
+    since: tokio::time::Instant,
+}
+
 /// The shared budget of all connections' buffers.
 #[derive(Default)]
 pub struct ClientBudget {
@@ -69,7 +81,7 @@ pub struct ClientBudget {
     limit: AtomicUsize,
     paused: AtomicUsize,
     pause_events: AtomicU64,
-    progress_token: Mutex<Option<u64>>,
+    progress_token: Mutex<Option<Token>>,
     released: Notify,
 }
 
@@ -145,7 +157,11 @@ impl ClientBudget {
             // Registered before the check, so a release between the check
             // and the wait is not missed.
             released.as_mut().enable();
-            if self.fits(wanted) || (may_take_token && self.take_token(client)) {
+            let token = match may_take_token {
+                true => self.take_token(client),
+                false => Err(Duration::MAX),
+            };
+            if self.fits(wanted) || token.is_ok() {
                 // Room may be left for the next connection in line.
                 if pause.is_some() && self.paused() > 1 && self.fits(RESUME_GRANULE_BYTES) {
                     self.released.notify_one();
@@ -160,7 +176,13 @@ impl ClientBudget {
                     since: Instant::now(),
                 }
             });
-            released.await;
+            match token {
+                // The holder's lease runs out first: look again then.
+                Err(lease_left) if lease_left < Duration::MAX => {
+                    let _ = tokio::time::timeout(lease_left, released).await;
+                }
+                _ => released.await,
+            }
         }
         pause.map(|p| p.since.elapsed())
     }
@@ -177,14 +199,22 @@ impl ClientBudget {
         limit == 0 || self.used().saturating_add(wanted) <= limit
     }
 
-    fn take_token(&self, client: u64) -> bool {
+    /// Takes the progress token for `client`, from its holder too once the
+    /// holder's lease is over; otherwise returns how long the lease lasts.
+    fn take_token(&self, client: u64) -> Result<(), Duration> {
         let mut token = self.progress_token.lock();
-        match *token {
-            None => {
-                *token = Some(client);
-                true
+        match &*token {
+            Some(held) if held.holder == client => Ok(()),
+            Some(held) if held.since.elapsed() < TOKEN_LEASE => {
+                Err(TOKEN_LEASE - held.since.elapsed())
             }
-            Some(holder) => holder == client,
+            _ => {
+                *token = Some(Token {
+                    holder: client,
+                    since: tokio::time::Instant::now(),
+                });
+                Ok(())
+            }
         }
     }
 
@@ -192,7 +222,7 @@ impl ClientBudget {
     /// request is complete or it disconnects.
     pub fn release_token(&self, client: u64) {
         let mut token = self.progress_token.lock();
-        if *token == Some(client) {
+        if token.as_ref().is_some_and(|held| held.holder == client) {
             *token = None;
             drop(token);
             self.released.notify_waiters();
@@ -229,7 +259,7 @@ mod tests {
         let budget = Arc::new(ClientBudget::default());
         budget.set_limit(10_000);
         budget.recharge(0, 9_000);
-        assert!(budget.take_token(TOKEN_HOLDER));
+        assert!(budget.take_token(TOKEN_HOLDER).is_ok());
         let handles = (0..waiters)
             .map(|client| {
                 let budget = budget.clone();
@@ -320,6 +350,17 @@ mod tests {
         );
         budget.recharge(5_000, 500);
         assert!(budget.admit(7, 0, false).await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_holder_that_keeps_the_token_past_its_lease_loses_it() {
+        let budget = ClientBudget::default();
+        budget.set_limit(1_000);
+        budget.recharge(0, 5_000);
+        assert!(budget.admit(7, 4_000, true).await.is_none());
+        let paused = budget.admit(8, 4_000, true).await;
+        assert!(paused.is_some(), "the second waited for the lease to end");
+        assert!(budget.take_token(7).is_err(), "and holds the token now");
     }
 
     #[tokio::test]

@@ -296,6 +296,7 @@ async fn run(
         place,
         lane_turn: None,
         heavy: false,
+        blocked_bytes: 0,
     };
     let ended = connection.run().await;
     (ended, std::mem::take(&mut connection.progress))
@@ -378,6 +379,8 @@ struct Connection<'a> {
     /// Whether the latest read made this connection heavy (see
     /// [`HEAVY_TRAFFIC_BYTES`]).
     heavy: bool,
+    /// What a blocked command's arguments hold while it waits.
+    blocked_bytes: usize,
 }
 
 impl Drop for Connection<'_> {
@@ -534,7 +537,9 @@ impl<'a> Connection<'a> {
             let written = std::mem::take(&mut self.progress.written_since_read);
             self.heavy = n + written > HEAVY_TRAFFIC_BYTES;
             self.server.stats.count_input(n);
-            let buffered = self.progress.read_buf.len();
+            // A request's arguments already decoded count as much as the
+            // bytes still to decode, as Redis counts a client's argv.
+            let buffered = self.progress.read_buf.len() + self.progress.decoder.held_bytes();
             handle.query_buffer.store(buffered, Ordering::Relaxed);
             let limit = self.server.hot.query_buffer_limit.load(Ordering::Relaxed);
             if buffered as u64 > limit {
@@ -608,6 +613,7 @@ impl<'a> Connection<'a> {
             + progress.decoder.held_bytes()
             + self.write_buf.capacity()
             + self.client.tx.queued_bytes
+            + self.blocked_bytes
             + CONNECTION_OVERHEAD_BYTES;
         self.server.client_budget.recharge(self.charged, now);
         self.charged = now;
@@ -748,6 +754,21 @@ impl<'a> Connection<'a> {
     /// rest waits in the socket (and a disconnect behind it is seen once
     /// the wait ends).
     async fn wait_blocked(
+        &mut self,
+        blocked: Blocked,
+        mut killed: Pin<&mut impl Future<Output = ()>>,
+    ) -> std::io::Result<bool> {
+        self.blocked_bytes = blocked.execution.as_ref().map_or(0, |e| e.held_bytes());
+        self.recharge();
+        let served = self.wait_blocked_charged(blocked, killed.as_mut()).await;
+        self.blocked_bytes = 0;
+        self.recharge();
+        served
+    }
+
+    /// [`Connection::wait_blocked`], with the blocked command's arguments
+    /// charged.
+    async fn wait_blocked_charged(
         &mut self,
         mut blocked: Blocked,
         mut killed: Pin<&mut impl Future<Output = ()>>,

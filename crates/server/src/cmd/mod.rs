@@ -1003,6 +1003,13 @@ pub struct Execution {
 }
 
 impl Execution {
+    /// The memory its arguments hold (the waiter's keys share it) while the
+    /// command is blocked: charged to the client budget meanwhile, since a
+    /// key may be as large as any argument.
+    pub fn held_bytes(&self) -> usize {
+        self.args.iter().map(Bytes::len).sum()
+    }
+
     /// Records the run, adding `serving` (the time to write its reply) to
     /// its own execution time as Redis does.
     pub fn record(self, server: &Server, client: &ClientHandle, serving: Duration) {
