@@ -72,8 +72,6 @@ MULTI is ended by EXEC or DISCARD after a few queued commands. FLUSHALL and
 FLUSHDB are drawn 20 times less often than other commands. DEBUG is fuzzed
 as keel runs by default, with enable-debug-command no: every DEBUG is refused.
 
-`--skip-known` leaves out the commands of `KNOWN_ISSUES`, bugs already
-reported and being fixed elsewhere, so a run can go past them.
 """
 
 from __future__ import annotations
@@ -374,38 +372,8 @@ def _parse_sequence(words, i, closer):
     return [{"name": "oneof", "type": "oneof", "arguments": options}], i
 
 
-# --------------------------------------------------------------------------
-# Known issues (--skip-known)
-# --------------------------------------------------------------------------
-
-
-def _int_arg(argv, index):
-    try:
-        return int(argv[index])
-    except (IndexError, ValueError):
-        return None
-
-
 def _name(argv) -> str:
     return argv[0].lower() if isinstance(argv[0], str) else ""
-
-
-# Bugs already reported and being fixed elsewhere, as (description, predicate on
-# the command's argv). Keep them narrow, so that --skip-known hides nothing else.
-KNOWN_ISSUES: list[tuple[str, object]] = [
-    ("SETRANGE past maxmemory: an offset beyond maxmemory makes a string larger than maxmemory",
-     lambda argv: _name(argv) == "setrange" and (_int_arg(argv, 2) or 0) > MAXMEMORY // 2),
-    ("COPY can leave the dataset over maxmemory (found by this fuzzer: seed 101, command 26925,"
-     " used_memory_dataset 9831772 after COPY bigset set)",
-     lambda argv: _name(argv) == "copy"),
-]
-
-
-def known_issue(argv) -> str | None:
-    for description, matches in KNOWN_ISSUES:
-        if matches(argv):
-            return description
-    return None
 
 
 # --------------------------------------------------------------------------
@@ -460,13 +428,12 @@ TRANSACTION_END_SHARE = 0.2
 class CommandGenerator:
     """Seeded commands over `commands` ({name: (argv prefix, argument specs)})."""
 
-    def __init__(self, seed, commands: dict, arities: dict, skip_known=False):
+    def __init__(self, seed, commands: dict, arities: dict):
         self.rng = random.Random(seed)
         self.commands = commands
         self.arities = arities
         self.names = sorted(commands)
         self.weights = [RARE.get(name, 1.0) for name in self.names]
-        self.skip_known = skip_known
         self.in_transaction = False
         self.drawn = 0
         self.pending = collections.deque()
@@ -478,10 +445,7 @@ class CommandGenerator:
             self.pending.extend([["DEL", key]] + TYPED_KEYS[key])
         if self.pending:
             return self.pending.popleft()
-        while True:
-            argv = self._draw()
-            if not (self.skip_known and known_issue(argv)):
-                return argv
+        return self._draw()
 
     def observe(self, argv, reply):
         """Follows the transaction state from what keel answered."""
@@ -778,7 +742,7 @@ class Outcome:
 
 
 def fuzz(seed, commands, keel_bin=None, port=None, check_every=1, recount_every=100,
-         skip_known=False, shrink_seconds=SHRINK_SECONDS, out=sys.stdout) -> Outcome:
+         shrink_seconds=SHRINK_SECONDS, out=sys.stdout) -> Outcome:
     """Runs `commands` commands from `seed` with the checks; shrinks a failure if it can."""
     if port is not None:
         session = Session(port)
@@ -789,7 +753,7 @@ def fuzz(seed, commands, keel_bin=None, port=None, check_every=1, recount_every=
     try:
         table, arities = command_table(session.checker)
         session.populate()
-        generator = CommandGenerator(seed, table, arities, skip_known=skip_known)
+        generator = CommandGenerator(seed, table, arities)
         for number in range(1, commands + 1):
             log.append(generator.next())
             try:
@@ -938,15 +902,14 @@ def main(argv=None) -> int:
     parser.add_argument("--check-every", type=int, default=1, help="commands between checks")
     parser.add_argument("--recount-every", type=int, default=100,
                         help="commands between recounts (a multiple of --check-every)")
-    parser.add_argument("--skip-known", action="store_true", help="leave out KNOWN_ISSUES")
     parser.add_argument("--shrink-seconds", type=float, default=SHRINK_SECONDS)
     args = parser.parse_args(argv)
     print(f"seed {args.seed}, {args.commands} commands, checks every {args.check_every},"
-          f" recount every {args.recount_every}{', skipping known issues' if args.skip_known else ''}",
+          f" recount every {args.recount_every}",
           flush=True)
     outcome = fuzz(args.seed, args.commands, keel_bin=args.keel_bin.resolve(), port=args.port,
                    check_every=args.check_every, recount_every=args.recount_every,
-                   skip_known=args.skip_known, shrink_seconds=args.shrink_seconds)
+                   shrink_seconds=args.shrink_seconds)
     return 0 if outcome.failure is None else 1
 
 
