@@ -37,8 +37,9 @@ pub struct ReplyLimit {
 /// Where a limited writer gets room for a reply past what it may write
 /// freely (a server's client memory budget).
 pub trait ReplyRoom {
-    /// Grants `bytes` more, or refuses them.
-    fn grant(&self, bytes: usize) -> bool;
+    /// Grants `bytes` more to a reply already granted `granted`, or refuses
+    /// them.
+    fn grant(&self, bytes: usize, granted: usize) -> bool;
 }
 
 /// The least room a writer asks for at once, so a reply of many small
@@ -101,7 +102,7 @@ impl<'a> Writer<'a> {
         }
         if after > limit.granted_len {
             let step = (after - limit.granted_len).max(ROOM_STEP);
-            if !room.grant(step) {
+            if !room.grant(step, limit.granted) {
                 limit.exceeded = true;
                 return false;
             }
@@ -353,7 +354,7 @@ mod tests {
     }
 
     impl ReplyRoom for Room {
-        fn grant(&self, bytes: usize) -> bool {
+        fn grant(&self, bytes: usize, _granted: usize) -> bool {
             let fits = bytes <= self.left.get();
             if fits {
                 self.left.set(self.left.get() - bytes);
