@@ -208,8 +208,9 @@ impl<'a> Room<'a> {
             .fetch_sub(bytes, Ordering::Relaxed);
     }
 
-    /// Ends the reservation, once the write is done, and evicts a few keys
-    /// if the dataset passed `maxmemory` after all.
+    /// Ends the reservation, once the write is done, and if the dataset
+    /// passed `maxmemory` after all, evicts until it is back within it: as
+    /// many bytes as the write overshot, so the work stays the write's own.
     pub fn end(&mut self) {
         if self.bytes == 0 {
             return;
@@ -218,8 +219,10 @@ impl<'a> Room<'a> {
         let Some(marks) = self.server.watermarks() else {
             return;
         };
-        if self.server.dataset_with_reservations() > marks.limit {
-            self.server.evict_inline(unix_ms(), marks.limit, 0);
+        let used = self.server.dataset_with_reservations();
+        if used > marks.limit {
+            let overshoot = (used - marks.limit) as usize;
+            self.server.evict_inline(unix_ms(), marks.limit, overshoot);
         }
     }
 }
