@@ -28,6 +28,7 @@
 use std::collections::BTreeSet;
 
 use crate::runs::SortedRuns;
+use crate::size_class::btree_bound;
 
 /// What one reclaim did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -92,13 +93,8 @@ const SLOT_BITS: u32 = 22;
 /// year 2109.
 const MAX_PACKED_DEADLINE: u64 = (1 << (64 - SLOT_BITS)) - 1;
 
-/// Bytes one packed deadline costs: an 8-byte element in sorted runs that
-/// in-order inserts fill and random ones leave three-quarters full on
-/// average.
-const PACKED_DEADLINE_BYTES: usize = 11;
-/// Bytes one wide deadline costs: a 16-byte element in B-tree nodes that
-/// are about two-thirds full on average.
-pub(crate) const WIDE_DEADLINE_BYTES: usize = 24;
+/// A deadline that does not fit a packed key: `(deadline, slot)`.
+type Wide = (u64, u32);
 
 /// One shard's keys with a TTL, ordered by `(deadline, slot)`.
 ///
@@ -110,10 +106,17 @@ pub(crate) const WIDE_DEADLINE_BYTES: usize = 24;
 /// from the front, and a key is found and removed by its deadline and slot.
 /// A deadline past 2109 or a slot past 4M does not fit and goes to a
 /// second, wide set; the earliest key is the lesser of the two fronts.
+///
+/// Its bytes ([`Deadlines::bytes`]) count the runs' buffers exactly and
+/// the two B-trees (over the runs, and the wide set) by an upper bound:
+/// a whole node for a root, a fifth of a node per entry, as std's nodes
+/// other than the root are at least 5/11 full — for the wide set, 320
+/// bytes plus 64 per key, several times its average, but such keys are
+/// rare and the bound never undercounts.
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
     packed: SortedRuns,
-    wide: BTreeSet<(u64, u32)>,
+    wide: BTreeSet<Wide>,
 }
 
 fn pack(at: u64, slot: u32) -> Option<u64> {
@@ -133,7 +136,14 @@ impl Deadlines {
     pub(crate) fn remove(&mut self, at: u64, slot: u32) {
         match pack(at, slot) {
             Some(key) => self.packed.remove(key),
-            None => self.wide.remove(&(at, slot)),
+            None => {
+                let removed = self.wide.remove(&(at, slot));
+                if self.wide.is_empty() {
+                    // std keeps an emptied set's root leaf.
+                    self.wide = BTreeSet::new();
+                }
+                removed
+            }
         };
     }
 
@@ -157,9 +167,17 @@ impl Deadlines {
         self.packed.len() + self.wide.len()
     }
 
-    /// Bytes the index takes, for memory accounting.
+    /// Bytes the index takes, for memory accounting: exact for the runs,
+    /// an upper bound for the B-trees (see the type's comment).
     pub(crate) fn bytes(&self) -> usize {
-        self.packed.len() * PACKED_DEADLINE_BYTES + self.wide.len() * WIDE_DEADLINE_BYTES
+        self.packed.bytes() + btree_bound::<Wide, ()>(self.wide.len())
+    }
+
+    /// The most one insert adds to [`Deadlines::bytes`]: a packed key
+    /// splitting a full run, which outweighs a wide key starting the wide
+    /// set (its root and one entry).
+    pub(crate) fn max_insert_growth() -> usize {
+        SortedRuns::max_insert_growth().max(btree_bound::<Wide, ()>(1))
     }
 }
 
@@ -200,8 +218,8 @@ mod tests {
         assert_eq!(d.first(), Some((MAX_PACKED_DEADLINE, (1 << SLOT_BITS) - 1)));
         d.remove(MAX_PACKED_DEADLINE, (1 << SLOT_BITS) - 1);
         assert_eq!(d.first(), Some((far, 1)));
-        assert_eq!(d.bytes(), WIDE_DEADLINE_BYTES);
+        assert_eq!(d.bytes(), btree_bound::<Wide, ()>(1));
         d.remove(far, 1);
-        assert_eq!((d.first(), d.len()), (None, 0));
+        assert_eq!((d.first(), d.len(), d.bytes()), (None, 0, 0));
     }
 }

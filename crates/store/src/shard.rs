@@ -6,8 +6,8 @@
 //!
 //! What a key costs: its entry's packed block (`entry.rs`: access word,
 //! flags, deadline if any, key and inline string bytes in one allocation),
-//! an 8-byte slot pointing to it, and 5 to 11 bytes of index, plus 11
-//! bytes of deadline index with a TTL (`expiry.rs`). Free slots are listed
+//! an 8-byte slot pointing to it, and 5 to 11 bytes of index, plus 9 to
+//! 12 bytes of deadline index with a TTL (`expiry.rs`). Free slots are listed
 //! only while free, never reserved per key. A slot holding a pointer rather
 //! than the entry's fields costs 8 bytes instead of 64, and a GET reads
 //! the index, the slot and one block holding key and value together,
@@ -364,13 +364,13 @@ impl Shard {
         entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + index::BYTES_PER_KEY
     }
 
-    /// What giving `entry` a deadline adds: the deadline in its block and
-    /// the key's element in the deadline index (at most a wide one's
-    /// bytes); 0 for an entry that has one.
+    /// What giving `entry` a deadline adds at most: the deadline in its
+    /// block and what one insert can add to the deadline index (a full run
+    /// splitting); 0 for an entry that has one.
     pub fn deadline_growth(entry: &Entry) -> usize {
         match entry.expire_at_ms() {
             Some(_) => 0,
-            None => entry.block_growth_for_deadline() + crate::expiry::WIDE_DEADLINE_BYTES,
+            None => entry.block_growth_for_deadline() + Deadlines::max_insert_growth(),
         }
     }
 
@@ -968,6 +968,61 @@ mod tests {
             grew += usize::from(growth > 0);
         }
         assert!(grew > 5, "the tables grew several times");
+    }
+
+    /// Every TTL set on a key without one, in random order (so runs of the
+    /// deadline index split, grow and start), grows the shard by at most
+    /// [`Shard::deadline_growth`]; every one cleared shrinks it; with all
+    /// cleared the shard is back to its first figure.
+    #[test]
+    fn deadline_growth_bounds_every_ttl_set() {
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut shard = Shard::new(RandomState::default());
+        let keys: Vec<String> = (0..4_000).map(|i| format!("k{i}")).collect();
+        for key in &keys {
+            shard.insert(entry(key, "v", None), 0);
+        }
+        let start = shard.used_bytes();
+        let mut largest = 0;
+        for step in 0..60_000 {
+            let key = keys[rng.gen_range(0..keys.len())].as_bytes();
+            let before = shard.used_bytes();
+            let mut e = shard.get_mut(key, 0).unwrap();
+            if e.entry().expire_at_ms().is_some() {
+                e.set_expire_at_ms(None);
+                drop(e);
+                assert!(shard.used_bytes() <= before, "step {step}: a clear grew");
+            } else {
+                let bound = Shard::deadline_growth(e.entry());
+                // One in fifty past 2109, in the wide set.
+                let at = if rng.gen_ratio(1, 50) {
+                    u64::MAX - rng.gen_range(0..1_000)
+                } else {
+                    rng.gen_range(1_000..100_000_000)
+                };
+                e.set_expire_at_ms(Some(at));
+                drop(e);
+                let growth = shard.used_bytes() - before;
+                assert!(growth <= bound, "step {step}: {growth} > {bound}");
+                largest =
+                    largest.max(growth.saturating_sub(bound - Deadlines::max_insert_growth()));
+            }
+        }
+        assert!(
+            largest > Deadlines::max_insert_growth() / 2,
+            "runs split: {largest}"
+        );
+        assert!(shard.expiry_index_bytes() > 0);
+        for key in &keys {
+            shard
+                .get_mut(key.as_bytes(), 0)
+                .unwrap()
+                .set_expire_at_ms(None);
+        }
+        assert_eq!(shard.expiry_index_bytes(), 0);
+        assert_eq!(shard.used_bytes(), start);
     }
 
     #[test]

@@ -234,6 +234,42 @@ mod tests {
         assert_eq!(store.dataset_bytes(), 0);
     }
 
+    /// TTLs set and cleared in random order move the dataset figure by
+    /// what the deadline index really holds, and leave no drift.
+    #[test]
+    fn dataset_bytes_return_to_start_after_ttls_come_and_go() {
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = StdRng::seed_from_u64(3);
+        let store = Store::new(2);
+        let db = store.db(0, 0);
+        let keys: Vec<String> = (0..3_000).map(|i| format!("k{i}")).collect();
+        for key in &keys {
+            db.write(key.as_bytes())
+                .insert(key.as_bytes(), s("v"), None);
+        }
+        let start = store.dataset_bytes();
+        let shards = || -> usize { store.dbs[0].iter().map(|s| s.read().used_bytes()).sum() };
+        let ttl = |rng: &mut StdRng| Some(rng.gen_range(1_000..50_000_000));
+        for _ in 0..40_000 {
+            let key = keys[rng.gen_range(0..keys.len())].as_bytes();
+            let at = if rng.gen_bool(0.5) {
+                ttl(&mut rng)
+            } else {
+                None
+            };
+            db.write(key).get_mut(key).unwrap().set_expire_at_ms(at);
+        }
+        assert!(store.dataset_bytes() > start);
+        assert_eq!(store.dataset_bytes(), shards());
+        for key in &keys {
+            let key = key.as_bytes();
+            db.write(key).get_mut(key).unwrap().set_expire_at_ms(None);
+        }
+        assert_eq!(store.dataset_bytes(), start);
+        assert_eq!(store.dataset_bytes(), shards());
+    }
+
     #[test]
     fn accounting_returns_to_baseline_after_a_million_keys() {
         let store = Store::new(2);
