@@ -336,11 +336,13 @@ def setup_sets(conn):
 
 
 def setup_full_dataset(conn):
+    """Fills the dataset until not even a small write fits: with large
+    values first, then smaller ones into the room they left."""
     conn.call("SET", "k", "hello")
-    value = "v" * 100_000
     n = 0
-    while conn.call("SET", f"fill:{n}", value) == OK:
-        n += 1
+    for size in (100_000, 1_000, 10):
+        while conn.call("SET", f"fill:{n}", "v" * size) == OK:
+            n += 1
 
 
 # (setup, the write, a read that shows the write changed nothing)

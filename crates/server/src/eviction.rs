@@ -109,8 +109,10 @@ impl Server {
     /// Evicts until the dataset with reservations is within `limit`, at most
     /// [`INLINE_EVICTION_MAX_KEYS`] keys or, past that, until `incoming`
     /// bytes are freed: the work a write does is bounded by its own size.
-    /// Returns false when the policy allows no eviction and the dataset
-    /// itself is over the limit.
+    /// Returns false when the policy has nothing left to evict and the
+    /// dataset with reservations is still over the limit: the write would
+    /// not fit. (Redis lets such a write through whenever the dataset itself
+    /// is under `maxmemory`, and the dataset then passes it.)
     fn evict_inline(&self, now_ms: u64, limit: u64, incoming: usize) -> bool {
         let before = self.store.dataset_bytes();
         let mut evicted = 0;
@@ -119,7 +121,7 @@ impl Server {
                 || before.saturating_sub(self.store.dataset_bytes()) < incoming)
         {
             if !self.store.evict_one(now_ms, crate::lazyfree::free_evicted) {
-                return !self.store.over_maxmemory();
+                return false;
             }
             evicted += 1;
         }

@@ -65,12 +65,6 @@ impl Store {
         self.maxmemory.store(bytes, Ordering::Relaxed);
     }
 
-    /// True when stored data exceeds the budget.
-    pub fn over_maxmemory(&self) -> bool {
-        let max = self.maxmemory();
-        max != 0 && self.dataset_bytes() as u64 > max
-    }
-
     /// Keys evicted so far (the `evicted_keys` statistic).
     pub fn evicted_keys(&self) -> u64 {
         self.evicted_keys.load(Ordering::Relaxed)
