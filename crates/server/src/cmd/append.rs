@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
 use super::edit::{edit, Edit};
-use super::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
 
 /// APPEND.
 pub const SPEC: Spec = Spec {

@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use super::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
 
 /// AUTH.
 pub const SPEC: Spec = Spec {

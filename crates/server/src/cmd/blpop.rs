@@ -12,11 +12,15 @@ use keel_store::End;
 
 use super::collection::limits;
 use super::lmove::{end, Pop};
-use super::{parse_f64, Ctx, Error, Spec, BASE};
 use crate::blocking::{write_outcome, Outcome, Wait};
 use crate::client::AfterReply;
+use crate::cmd::context::{parse_f64, Ctx, Error, Spec, BASE};
 
-const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity: -3,

@@ -3,8 +3,9 @@
 //! `blpop`, whose way of trying and blocking they share, and
 //! `crate::blocking`).
 
-use super::{blpop::pop_first, Spec, BASE};
+use super::blpop::pop_first;
 use crate::blocking::Wait;
+use crate::cmd::context::{Spec, BASE};
 
 /// BZPOPMIN.
 pub const BZPOPMIN: Spec = Spec {

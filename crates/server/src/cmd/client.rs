@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::client::{AfterReply, ClientHandle};
 
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
 
 /// CLIENT (container).
 pub const SPEC: Spec = Spec {

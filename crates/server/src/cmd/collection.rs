@@ -9,8 +9,9 @@
 
 use keel_store::{Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
 
+use super::edit::edit;
 pub use super::edit::Edit;
-use super::{edit::edit, errors, is, parse_i64, Ctx, Error};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error};
 
 /// A collection type as stored in a [`Value`].
 pub trait Kind: Default {

@@ -6,7 +6,8 @@
 use bytes::Bytes;
 use keel_resp::Writer;
 
-use super::{errors, is, parse_i64, Ctx, Error, Spec, Table, BASE, HELP};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::registry::Table;
 
 /// COMMAND (container; alone, it lists every command's info).
 pub const SPEC: Spec = Spec {

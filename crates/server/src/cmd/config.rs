@@ -6,7 +6,7 @@ use bytes::Bytes;
 use crate::config::{directive, DIRECTIVES};
 use crate::server::Server;
 
-use super::{errors, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE, HELP};
 
 /// CONFIG (container).
 pub const SPEC: Spec = Spec {

@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use keel_store::{Entry, Shard, Value, WriteShard};
 
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// COPY.
 pub const SPEC: Spec = Spec {

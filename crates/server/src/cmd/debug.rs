@@ -20,7 +20,7 @@ use bytes::Bytes;
 use crate::client::AfterReply;
 use crate::config::DebugCommand;
 
-use super::{is, parse_f64, subcommand_syntax_error, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{is, parse_f64, subcommand_syntax_error, Ctx, Error, Spec, BASE};
 
 /// Redis 7's refusal when `enable-debug-command` does not allow the client.
 const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 use crate::lazyfree::Cause;
 
 /// DEL.

@@ -10,7 +10,7 @@
 
 use keel_store::{EntryMut, Value};
 
-use super::{errors, Error};
+use crate::cmd::context::{errors, Error};
 
 /// What a write did: its result, and whether it changed the value.
 pub struct Edit<R> {

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// EXISTS.
 pub const EXISTS: Spec = Spec {

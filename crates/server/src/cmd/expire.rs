@@ -4,13 +4,13 @@
 use bytes::Bytes;
 use keel_store::Shard;
 
-use super::{deadline_ms, is, Ctx, Error, Spec, Unit, BASE};
+use crate::cmd::context::{deadline_ms, is, Ctx, Error, Spec, Unit, BASE};
 
 const fn spec(
     name: &'static str,
     summary: &'static str,
     since: &'static str,
-    run: super::Handler,
+    run: crate::cmd::context::Handler,
 ) -> Spec {
     Spec {
         name,

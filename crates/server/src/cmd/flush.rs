@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
 
 /// FLUSHDB.
 pub const FLUSHDB: Spec = Spec {

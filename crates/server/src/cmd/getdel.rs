@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{errors, write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
 
 /// GETDEL.
 pub const SPEC: Spec = Spec {

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_store::Shard;
 
 use super::set::{option_deadline, parse_options, Kind, Ttl};
-use super::{errors, write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
 
 /// GETEX.
 pub const SPEC: Spec = Spec {

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// GETRANGE.
 pub const SPEC: Spec = Spec {

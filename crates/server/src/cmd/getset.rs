@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::set::{apply, Options, Ttl};
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// GETSET.
 pub const SPEC: Spec = Spec {

@@ -3,7 +3,7 @@
 use keel_store::Hash;
 
 use super::collection::{update, Edit, Missing};
-use super::{Spec, BASE};
+use crate::cmd::context::{Spec, BASE};
 
 /// HDEL.
 pub const SPEC: Spec = Spec {

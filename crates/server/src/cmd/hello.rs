@@ -5,7 +5,8 @@
 use bytes::Bytes;
 use keel_resp::Protocol;
 
-use super::{auth, client, is, Ctx, Error, Spec, BASE};
+use super::{auth, client};
+use crate::cmd::context::{is, Ctx, Error, Spec, BASE};
 
 /// HELLO.
 pub const SPEC: Spec = Spec {

@@ -3,7 +3,7 @@
 use keel_store::Hash;
 
 use super::collection::read;
-use super::{Spec, BASE};
+use crate::cmd::context::{Spec, BASE};
 
 /// What part of each pair a whole-hash read returns.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -13,7 +13,11 @@ enum Part {
     Both,
 }
 
-const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity: 2,
@@ -44,7 +48,11 @@ pub const HVALS: Spec = spec("hvals", "Returns all values in a hash.", |ctx, arg
     reply(ctx, &args[1], Part::Values)
 });
 
-fn reply(ctx: &mut super::Ctx, key: &[u8], part: Part) -> Result<(), super::Error> {
+fn reply(
+    ctx: &mut crate::cmd::context::Ctx,
+    key: &[u8],
+    part: Part,
+) -> Result<(), crate::cmd::context::Error> {
     read(ctx, key, |ctx, hash: Option<&Hash>| {
         let len = hash.map_or(0, Hash::len);
         let mut w = ctx.w();

@@ -5,7 +5,7 @@ use keel_store::{parse_canonical_i64, Hash};
 
 use super::collection::{limits, update, Edit, Missing};
 use super::incrbyfloat::hash_increment;
-use super::{errors, parse_i64, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Error, Spec, BASE};
 
 /// HINCRBY.
 pub const HINCRBY: Spec = Spec {

@@ -6,7 +6,7 @@ use keel_resp::Protocol;
 use keel_store::Hash;
 
 use super::collection::read;
-use super::{errors, is, write_each, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, write_each, Ctx, Error, Spec, BASE};
 
 /// HRANDFIELD.
 pub const SPEC: Spec = Spec {

@@ -4,9 +4,14 @@
 use keel_store::{Lookup, Str, Value};
 
 use super::edit::{edit, Edit};
-use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
-const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity,

@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
-use super::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
 
 /// INCRBYFLOAT.
 pub const SPEC: Spec = Spec {

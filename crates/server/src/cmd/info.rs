@@ -12,7 +12,7 @@ use crate::server::Server;
 use crate::stats::{every_series, Series};
 
 use super::hello::REDIS_COMPAT_VERSION;
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// INFO.
 pub const SPEC: Spec = Spec {

@@ -7,7 +7,8 @@ use bytes::Bytes;
 use crate::latency::Snapshot;
 use crate::stats::{every_series, Series, Work};
 
-use super::{is, Ctx, Error, Spec, Table, BASE, HELP};
+use crate::cmd::context::{is, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::registry::Table;
 
 /// LATENCY (container).
 pub const SPEC: Spec = Spec {

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use keel_store::{End, Limits, List, MultiWrite};
 
 use super::collection::{limits, update_in, Edit, Missing};
-use super::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
 
 /// LMOVE.
 pub const LMOVE: Spec = Spec {

@@ -4,9 +4,13 @@ use bytes::Bytes;
 use keel_store::{End, List};
 
 use super::collection::{limits, update, Edit, Missing};
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
-const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity: -2,
@@ -45,7 +49,7 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], end: End, name: &str) -> Result<(), Error>
             Some(n) if n >= 0 => Some(n as usize),
             _ => return Err("ERR value is out of range, must be positive".into()),
         },
-        _ => return Err(super::wrong_arity(name)),
+        _ => return Err(crate::cmd::context::wrong_arity(name)),
     };
     let limits = limits(ctx);
     let popped = update(ctx, &args[1], Missing::Skip, |list: &mut List| {

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use keel_store::List;
 
 use super::collection::read;
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// LPOS.
 pub const SPEC: Spec = Spec {

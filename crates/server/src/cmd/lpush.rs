@@ -4,9 +4,13 @@ use bytes::Bytes;
 use keel_store::{End, List};
 
 use super::collection::{limits, update, Edit, Missing};
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
-const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity: -3,

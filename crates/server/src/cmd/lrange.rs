@@ -3,9 +3,14 @@
 use keel_store::List;
 
 use super::collection::read;
-use super::{parse_i64, Spec, BASE};
+use crate::cmd::context::{parse_i64, Spec, BASE};
 
-const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity,

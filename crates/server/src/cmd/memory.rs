@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use keel_store::Shard;
 
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
 
 /// MEMORY (container).
 pub const SPEC: Spec = Spec {

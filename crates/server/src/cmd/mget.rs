@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{write_str, Ctx, Error, Spec, BASE};
 
 /// MGET.
 pub const SPEC: Spec = Spec {

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use keel_store::{Entry, Str, Value};
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// MSET.
 pub const MSET: Spec = Spec {

@@ -46,9 +46,14 @@ use keel_store::ShardSet;
 use crate::client::Client;
 use crate::server::Server;
 
-use super::{is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{is, parse_i64, Ctx, Error, Spec, BASE};
 
-const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity,
@@ -214,7 +219,7 @@ fn shards_reached<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]
     }
     let mut db = client.db;
     for args in queued {
-        let id = super::resolve(&server.commands, args).ok();
+        let id = super::dispatch::resolve(&server.commands, args).ok();
         let spec = server.commands.specs()[id.expect("resolved when queued")];
         let keys = super::command::keys_of(spec, args).unwrap_or_default();
         if (keys.is_empty() && !reaches_no_key(spec)) || copies_to_another_db(spec, args) {
@@ -304,8 +309,8 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     ctx.w().array(queued.len());
     ctx.client.tx.executing = true;
     for args in &queued {
-        let id = super::resolve(&ctx.server.commands, args).ok();
-        super::call(ctx, id.expect("resolved when queued"), args);
+        let id = super::dispatch::resolve(&ctx.server.commands, args).ok();
+        super::dispatch::call(ctx, id.expect("resolved when queued"), args);
     }
     ctx.client.tx.executing = false;
     drop(locked);

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::{Entry, StrRef, ValueRef, SHARED_INTEGERS};
 
-use super::{Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{Ctx, Error, Spec, BASE, HELP};
 
 /// OBJECT (container).
 pub const SPEC: Spec = Spec {

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// PING.
 pub const SPEC: Spec = Spec {

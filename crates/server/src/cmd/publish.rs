@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{Ctx, Error, Spec, BASE, HELP};
 
 /// PUBLISH.
 pub const PUBLISH: Spec = Spec {

@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use crate::client::AfterReply;
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// QUIT.
 pub const SPEC: Spec = Spec {

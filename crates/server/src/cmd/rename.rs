@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
 
 /// RENAME.
 pub const RENAME: Spec = Spec {

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_resp::Protocol;
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// RESET.
 pub const SPEC: Spec = Spec {

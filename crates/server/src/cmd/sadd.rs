@@ -3,7 +3,7 @@
 use keel_store::Set;
 
 use super::collection::{limits, update, Edit, Missing};
-use super::{Spec, BASE};
+use crate::cmd::context::{Spec, BASE};
 
 /// SADD.
 pub const SADD: Spec = Spec {

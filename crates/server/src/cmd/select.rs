@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
 
 /// SELECT.
 pub const SPEC: Spec = Spec {

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use keel_store::{Str, Value};
 
-use super::{deadline_ms, errors, is, write_str, Ctx, Error, Spec, Unit, BASE};
+use crate::cmd::context::{deadline_ms, errors, is, write_str, Ctx, Error, Spec, Unit, BASE};
 
 /// SET.
 pub const SET: Spec = Spec {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use keel_store::{Entry, Limits, Set, Value};
 
 use super::collection::{limits, store_in};
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// Which combination.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -21,7 +21,11 @@ enum Op {
     Diff,
 }
 
-const fn read_spec(name: &'static str, op_summary: &'static str, run: super::Handler) -> Spec {
+const fn read_spec(
+    name: &'static str,
+    op_summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity: -2,
@@ -36,7 +40,11 @@ const fn read_spec(name: &'static str, op_summary: &'static str, run: super::Han
     }
 }
 
-const fn store_spec(name: &'static str, op_summary: &'static str, run: super::Handler) -> Spec {
+const fn store_spec(
+    name: &'static str,
+    op_summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         arity: -3,
         flags: &["write", "denyoom"],

@@ -6,7 +6,7 @@ use keel_store::{Lookup, Str, Value};
 
 use super::append::check_length;
 use super::edit::{edit, Edit};
-use super::{parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
 
 /// SETRANGE.
 pub const SPEC: Spec = Spec {

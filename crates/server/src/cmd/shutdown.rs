@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::client::AfterReply;
 
-use super::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
 
 /// SHUTDOWN.
 pub const SPEC: Spec = Spec {

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{parse_i64, subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{parse_i64, subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP};
 
 /// SLOWLOG (container).
 pub const SPEC: Spec = Spec {

@@ -4,7 +4,7 @@
 use keel_store::Set;
 
 use super::collection::{limits, update_in, Edit, Missing};
-use super::{errors, Spec, BASE};
+use crate::cmd::context::{errors, Spec, BASE};
 
 /// SMOVE.
 pub const SPEC: Spec = Spec {
@@ -34,7 +34,10 @@ pub const SPEC: Spec = Spec {
             return Ok(());
         }
         if member_there {
-            ctx.reserve(super::bytes_a_write_may_add(ctx.server, &args[2..]))?;
+            ctx.reserve(crate::cmd::context::bytes_a_write_may_add(
+                ctx.server,
+                &args[2..],
+            ))?;
         }
         let removed = update_in(
             locked.shard(source),

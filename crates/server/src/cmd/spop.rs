@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_store::Set;
 
 use super::collection::{update, Edit, Missing};
-use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// SPOP.
 pub const SPEC: Spec = Spec {

@@ -7,7 +7,7 @@ use keel_store::Set;
 use rand::rngs::ThreadRng;
 
 use super::collection::read;
-use super::{errors, parse_i64, write_each, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, write_each, Ctx, Error, Spec, BASE};
 
 /// SRANDMEMBER.
 pub const SPEC: Spec = Spec {
@@ -40,7 +40,7 @@ pub fn parse_count(arg: &[u8]) -> Result<i64, Error> {
 /// lists every element, `random` draws one. With repetition (a negative
 /// count) nothing is drawn before it is written, so a count of -10^12
 /// costs one element at a time and stops when the reply reaches the
-/// client's output limit (see [`super::write_each`]).
+/// client's output limit (see [`crate::cmd::context::write_each`]).
 pub fn pick<'c, T: 'c>(
     count: i64,
     len: usize,

@@ -5,14 +5,14 @@
 use keel_store::{Hash, Set, ZSet};
 
 use super::collection::{read, scan_options, write_scan_reply};
-use super::{Spec, BASE};
+use crate::cmd::context::{Spec, BASE};
 
 const fn spec(
     name: &'static str,
     group: &'static str,
     acl: &'static [&'static str],
     summary: &'static str,
-    run: super::Handler,
+    run: crate::cmd::context::Handler,
 ) -> Spec {
     Spec {
         name,

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
 
 /// STRLEN.
 pub const SPEC: Spec = Spec {

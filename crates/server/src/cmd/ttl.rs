@@ -3,13 +3,13 @@
 
 use bytes::Bytes;
 
-use super::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(
     name: &'static str,
     summary: &'static str,
     since: &'static str,
-    run: super::Handler,
+    run: crate::cmd::context::Handler,
 ) -> Spec {
     Spec {
         name,

@@ -7,14 +7,14 @@ use bytes::Bytes;
 use keel_store::{Limits, ZSet};
 
 use super::collection::{limits, update, Edit, Missing};
-use super::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
 
 /// Parses a score argument as Redis's `string2d`: `parse_f64`'s syntax,
 /// and a value too large or too small for a double is refused (strtod's
 /// ERANGE) rather than rounded to infinity or zero.
 pub fn parse_score(arg: &[u8]) -> Result<f64, Error> {
     let invalid = || Error::from(errors::NOT_FLOAT);
-    let score = super::parse_f64(arg).ok_or_else(invalid)?;
+    let score = crate::cmd::context::parse_f64(arg).ok_or_else(invalid)?;
     let mantissa = arg
         .split(|b| matches!(b, b'e' | b'E'))
         .next()

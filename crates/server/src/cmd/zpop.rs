@@ -7,7 +7,7 @@ use keel_store::{WriteShard, ZSet};
 
 use super::collection::{update, update_in, Edit, Missing};
 use super::zrange::{End, Window};
-use super::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// Removes up to `count` members from the low end of `zset`, or from the
 /// high end when `max`, in the order they are popped.

@@ -10,7 +10,7 @@ use keel_store::ZSet;
 use rand::Rng;
 
 use super::collection::read;
-use super::{errors, is, write_each, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, write_each, Ctx, Error, Spec, BASE};
 
 /// ZRANDMEMBER.
 pub const SPEC: Spec = Spec {

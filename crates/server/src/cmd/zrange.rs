@@ -15,7 +15,7 @@ use keel_resp::{Protocol, Writer};
 use keel_store::ZSet;
 
 use super::collection::read;
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// One end of a range by score or by lex.
 #[derive(Clone)]
@@ -65,7 +65,7 @@ impl End {
         let score = if text.is_empty() {
             Some(0.0)
         } else {
-            super::parse_f64(text)
+            crate::cmd::context::parse_f64(text)
         };
         let score = score.ok_or("ERR min or max is not a float")?;
         Ok(End {
@@ -281,7 +281,12 @@ pub(super) fn write_elements<M: AsRef<[u8]>>(
     }
 }
 
-const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity,

@@ -3,9 +3,14 @@
 use keel_store::ZSet;
 
 use super::collection::read;
-use super::{Spec, BASE};
+use crate::cmd::context::{Spec, BASE};
 
-const fn spec(name: &'static str, arity: i32, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity,
@@ -74,7 +79,11 @@ pub const ZMSCORE: Spec = Spec {
 };
 
 /// ZRANK and ZREVRANK: the rank counted from the lowest or highest score.
-const fn rank(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
+const fn rank(
+    name: &'static str,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         since: "2.0.0",
         complexity: "O(log(N))",
@@ -97,11 +106,11 @@ pub const ZREVRANK: Spec = rank(
 );
 
 fn write_rank(
-    ctx: &mut super::Ctx,
+    ctx: &mut crate::cmd::context::Ctx,
     key: &[u8],
     member: &[u8],
     reverse: bool,
-) -> Result<(), super::Error> {
+) -> Result<(), crate::cmd::context::Error> {
     read(ctx, key, |ctx, zset: Option<&ZSet>| {
         let rank = zset.and_then(|z| {
             let rank = z.rank(member)?;

@@ -19,7 +19,7 @@ use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 use super::collection::{limits, store_in};
 use super::zadd::parse_score;
 use super::zrange::write_elements;
-use super::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// How the inputs combine.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -288,7 +288,11 @@ fn run(ctx: &mut Ctx, args: &[Bytes], op: Op, output: Output) -> Result<(), Erro
     Ok(())
 }
 
-const fn spec(name: &'static str, summary: &'static str, run: super::Handler) -> Spec {
+const fn spec(
+    name: &'static str,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
     Spec {
         name,
         arity: -3,
