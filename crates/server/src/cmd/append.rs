@@ -4,8 +4,9 @@
 use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
-use super::edit::{edit, Edit};
-use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::edit::{edit, Edit};
+use crate::cmd::context::strings::check_length;
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// APPEND.
 pub const SPEC: Spec = Spec {
@@ -45,13 +46,4 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     };
     ctx.w().integer(len as i64);
     Ok(())
-}
-
-/// Refuses a string that would grow past `proto-max-bulk-len`, as Redis's
-/// `checkStringLength` does.
-pub fn check_length(size: u64, append: u64, max: u64) -> Result<(), Error> {
-    match size.checked_add(append) {
-        Some(total) if total <= max => Ok(()),
-        _ => Err(errors::STRING_TOO_LONG.into()),
-    }
 }

@@ -7,6 +7,7 @@
 
 use bytes::Bytes;
 
+use crate::cmd::context::connection::authenticate;
 use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
 
 /// AUTH.
@@ -29,9 +30,6 @@ pub const SPEC: Spec = Spec {
     ..BASE
 };
 
-/// The error for a wrong user or password.
-pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if args.len() <= 3 {
         (1..args.len()).for_each(|i| ctx.redact(i));
@@ -50,17 +48,5 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     };
     authenticate(ctx, user, password)?;
     ctx.w().ok();
-    Ok(())
-}
-
-/// Checks a user and password (AUTH, HELLO AUTH) and marks the connection
-/// authenticated on success.
-pub fn authenticate(ctx: &mut Ctx, user: &[u8], password: &[u8]) -> Result<(), Error> {
-    let required = ctx.server.config.read().requirepass.clone();
-    let ok = user == b"default" && (required.is_empty() || required.as_bytes() == password);
-    if !ok {
-        return Err(WRONGPASS.into());
-    }
-    ctx.client.authenticated = true;
     Ok(())
 }

@@ -1,10 +1,10 @@
 //! BZPOPMIN and BZPOPMAX key [key ...] timeout: ZPOPMIN and ZPOPMAX of one
 //! member from the first key that has one, blocking until one has (see
-//! `blpop`, whose way of trying and blocking they share, and
+//! `context::pop`, the way of trying and blocking they share with BLPOP, and
 //! `crate::blocking`).
 
-use super::blpop::pop_first;
 use crate::blocking::Wait;
+use crate::cmd::context::pop::pop_first;
 use crate::cmd::context::{Spec, BASE};
 
 /// BZPOPMIN.

@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use crate::client::{AfterReply, ClientHandle};
 
+use crate::cmd::context::connection::set_name;
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
 
 /// CLIENT (container).
@@ -140,20 +141,6 @@ const CLIENT_HELP: Spec = Spec {
     since: "5.0.0",
     ..HELP
 };
-
-/// Sets the connection name (CLIENT SETNAME, HELLO SETNAME): printable
-/// ASCII without spaces, or empty to clear it.
-pub fn set_name(ctx: &mut Ctx, name: &[u8]) -> Result<(), Error> {
-    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-        return Err(
-            "ERR Client names cannot contain spaces, newlines or special characters.".into(),
-        );
-    }
-    ctx.client
-        .handle
-        .set_name(String::from_utf8_lossy(name).into_owned());
-    Ok(())
-}
 
 fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut ids: Option<Vec<u64>> = None;

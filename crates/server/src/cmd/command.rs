@@ -6,7 +6,8 @@
 use bytes::Bytes;
 use keel_resp::Writer;
 
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::keys_of;
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE, HELP};
 use crate::cmd::registry::Table;
 
 /// COMMAND (container; alone, it lists every command's info).
@@ -237,26 +238,6 @@ fn getkeys(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     w.array(keys.len());
     keys.iter().for_each(|k| w.bulk(k));
     Ok(())
-}
-
-/// The key arguments of `args` (the command name first): the spec's key
-/// positions, and for a command that says how many keys follow (ZUNION,
-/// ZUNIONSTORE, SINTERCARD, ...) the keys it counts, as Redis's getkeys
-/// procedures find them. `None` when they cannot be told: a count that is
-/// not a positive number within the arguments, or a command with keys at
-/// moving positions that no rule here knows.
-pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
-    let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
-    let count_at = match spec.name {
-        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,
-        "zunionstore" | "zinterstore" | "zdiffstore" => 2,
-        _ if spec.has_flag("movablekeys") => return None,
-        _ => return Some(keys),
-    };
-    let count = parse_i64(args.get(count_at)?).ok()?;
-    let count = usize::try_from(count).ok().filter(|&n| n > 0)?;
-    keys.extend(args.get(count_at + 1..)?.get(..count)?);
-    Some(keys)
 }
 
 #[cfg(test)]

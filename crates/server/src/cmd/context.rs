@@ -1,8 +1,10 @@
 //! What a command file may use: [`Ctx`] (the server, the calling
 //! connection, the reply writer and store access), [`Spec`] to declare
 //! itself, [`Error`] and Redis's common [`errors`], and the argument
-//! helpers every family shares. Command files depend on this module only;
-//! the registry lists them and dispatch runs them.
+//! helpers every family shares; its submodules hold what several commands
+//! share (collections, string options, sorted-set ranges, pops, ...).
+//! Command files depend on this module only, never on each other; the
+//! registry lists them and dispatch runs them.
 
 use std::borrow::Cow;
 
@@ -12,6 +14,16 @@ use keel_resp::{ReplyLimit, Writer};
 use crate::client::Client;
 use crate::eviction::Room;
 use crate::server::Server;
+
+pub mod collection;
+pub mod connection;
+pub mod edit;
+pub mod long_double;
+pub mod pop;
+pub mod random;
+pub mod strings;
+pub mod transaction;
+pub mod zset;
 
 /// A handler: parses `args` (the command name included, as in Redis's argv)
 /// and writes its reply, or returns the error to reply with.
@@ -74,6 +86,26 @@ impl Spec {
     }
 }
 
+/// The key arguments of `args` (the command name first): the spec's key
+/// positions, and for a command that says how many keys follow (ZUNION,
+/// ZUNIONSTORE, SINTERCARD, ...) the keys it counts, as Redis's getkeys
+/// procedures find them. `None` when they cannot be told: a count that is
+/// not a positive number within the arguments, or a command with keys at
+/// moving positions that no rule here knows.
+pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
+    let count_at = match spec.name {
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,
+        "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        _ if spec.has_flag("movablekeys") => return None,
+        _ => return Some(keys),
+    };
+    let count = parse_i64(args.get(count_at)?).ok()?;
+    let count = usize::try_from(count).ok().filter(|&n| n > 0)?;
+    keys.extend(args.get(count_at + 1..)?.get(..count)?);
+    Some(keys)
+}
+
 /// Defaults for [`Spec`] fields most commands share, so a command file only
 /// states what is particular to it.
 pub const BASE: Spec = Spec {
@@ -117,6 +149,24 @@ fn container_help(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     lines.iter().for_each(|l| w.simple(l));
     Ok(())
 }
+
+/// The Redis version whose behaviour keel follows, reported where clients
+/// look for a Redis version (HELLO, INFO's redis_version).
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
+
+/// Commands a RESP2 connection may send while subscribed: it can only
+/// receive pushes as arrays, so Redis refuses everything else.
+pub const ALLOWED_WHILE_SUBSCRIBED: &[&str] = &[
+    "subscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "sunsubscribe",
+    "psubscribe",
+    "punsubscribe",
+    "ping",
+    "quit",
+    "reset",
+];
 
 /// A reply error: the message after the `-`, starting with its code.
 #[derive(Debug, Clone, PartialEq, Eq)]

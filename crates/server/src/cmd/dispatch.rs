@@ -11,8 +11,8 @@ use bytes::{Bytes, BytesMut};
 use keel_resp::ReplyLimit;
 
 use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spec};
+use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
 use super::registry::Table;
-use super::{multi, subscribe};
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::eviction::Room;
 use crate::server::Server;
@@ -142,7 +142,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     let subscribed = ctx.client.subscriptions.count() > 0;
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
         let top = spec.name.split('|').next().unwrap_or(spec.name);
-        if !subscribe::ALLOWED_WHILE_SUBSCRIBED.contains(&top) {
+        if !ALLOWED_WHILE_SUBSCRIBED.contains(&top) {
             let refusal = format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 spec.name
@@ -150,15 +150,15 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             return reject(ctx, Some(id), refusal.into());
         }
     }
-    if multi::refused_over_maxmemory(spec, ctx.client) {
+    if transaction::refused_over_maxmemory(spec, ctx.client) {
         let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
         match server.make_room(now_ms, incoming) {
             Some(room) => ctx.room = room,
             None => return reject(ctx, Some(id), errors::OOM.into()),
         }
     }
-    if ctx.client.tx.queued.is_some() && !multi::runs_inside_multi(spec) {
-        multi::queue(ctx.client, spec, args);
+    if ctx.client.tx.queued.is_some() && !transaction::runs_inside_multi(spec) {
+        transaction::queue(ctx.client, spec, args);
         ctx.w().simple("QUEUED");
         return;
     }
@@ -366,7 +366,7 @@ fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
     let is_exec = id.is_some_and(|id| ctx.server.commands.specs[id].name == "exec");
     match ctx.client.tx.queued {
         Some(_) if is_exec => {
-            multi::discard(ctx.server, ctx.client, ctx.now_ms);
+            transaction::discard(ctx.server, ctx.client, ctx.now_ms);
             let abort = format!("EXECABORT Transaction discarded because of: {}", err.0);
             ctx.w().error(&abort);
         }

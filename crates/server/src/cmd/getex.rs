@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::Shard;
 
-use super::set::{option_deadline, parse_options, Kind, Ttl};
+use crate::cmd::context::strings::{option_deadline, parse_options, Kind, Ttl};
 use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
 
 /// GETEX.

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::set::{apply, Options, Ttl};
+use crate::cmd::context::strings::{apply, Options, Ttl};
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// GETSET.

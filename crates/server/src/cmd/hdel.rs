@@ -2,7 +2,7 @@
 
 use keel_store::Hash;
 
-use super::collection::{update, Edit, Missing};
+use crate::cmd::context::collection::{update, Edit, Missing};
 use crate::cmd::context::{Spec, BASE};
 
 /// HDEL.

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use keel_resp::Protocol;
 
-use super::{auth, client};
+use crate::cmd::context::REDIS_COMPAT_VERSION;
 use crate::cmd::context::{is, Ctx, Error, Spec, BASE};
 
 /// HELLO.
@@ -28,10 +28,6 @@ pub const SPEC: Spec = Spec {
     ..BASE
 };
 
-/// The Redis version whose behaviour keel follows, reported where clients
-/// look for a Redis version (HELLO, INFO's redis_version).
-pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
-
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut protocol = None;
     let mut j = 1;
@@ -51,10 +47,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         if is(&args[j], "auth") && more >= 2 {
             ctx.redact(j + 1);
             ctx.redact(j + 2);
-            auth::authenticate(ctx, &args[j + 1], &args[j + 2])?;
+            crate::cmd::context::connection::authenticate(ctx, &args[j + 1], &args[j + 2])?;
             j += 3;
         } else if is(&args[j], "setname") && more >= 1 {
-            client::set_name(ctx, &args[j + 1])?;
+            crate::cmd::context::connection::set_name(ctx, &args[j + 1])?;
             j += 2;
         } else {
             return Err(format!(

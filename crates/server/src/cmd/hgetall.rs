@@ -2,7 +2,7 @@
 
 use keel_store::Hash;
 
-use super::collection::read;
+use crate::cmd::context::collection::read;
 use crate::cmd::context::{Spec, BASE};
 
 /// What part of each pair a whole-hash read returns.

@@ -3,8 +3,8 @@
 
 use keel_store::{parse_canonical_i64, Hash};
 
-use super::collection::{limits, update, Edit, Missing};
-use super::incrbyfloat::hash_increment;
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::long_double::hash_increment;
 use crate::cmd::context::{errors, parse_i64, Error, Spec, BASE};
 
 /// HINCRBY.
@@ -41,7 +41,7 @@ pub const HINCRBYFLOAT: Spec = Spec {
     summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
     since: "2.6.0",
     run: |ctx, args| {
-        super::incrbyfloat::check_hash_increment(&args[3])?;
+        crate::cmd::context::long_double::check_hash_increment(&args[3])?;
         let limits = limits(ctx);
         let text = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
             let current = hash.get(&args[2]).unwrap_or(b"0");

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_resp::Protocol;
 use keel_store::Hash;
 
-use super::collection::read;
+use crate::cmd::context::collection::read;
 use crate::cmd::context::{errors, is, write_each, Ctx, Error, Spec, BASE};
 
 /// HRANDFIELD.
@@ -33,7 +33,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Ok(())
         });
     }
-    let count = super::srandmember::parse_count(&args[2])?;
+    let count = crate::cmd::context::random::parse_count(&args[2])?;
     let with_values = match args.len() {
         3 => false,
         4 if is(&args[3], "withvalues") => true,
@@ -48,7 +48,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             w.array(0);
             return Ok(());
         };
-        let (n, picks) = super::srandmember::pick(count, hash.len(), hash.iter(), |rng| {
+        let (n, picks) = crate::cmd::context::random::pick(count, hash.len(), hash.iter(), |rng| {
             hash.random(rng).expect("hash is not empty")
         });
         let resp3 = w.protocol() == Protocol::Resp3;

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::Hash;
 
-use super::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(

@@ -3,7 +3,7 @@
 
 use keel_store::{Lookup, Str, Value};
 
-use super::edit::{edit, Edit};
+use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 const fn spec(

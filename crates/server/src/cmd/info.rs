@@ -11,7 +11,7 @@ use crate::config::format_percentile;
 use crate::server::Server;
 use crate::stats::{every_series, Series};
 
-use super::hello::REDIS_COMPAT_VERSION;
+use crate::cmd::context::REDIS_COMPAT_VERSION;
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 /// INFO.

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use keel_store::List;
 
-use super::collection::read;
+use crate::cmd::context::collection::read;
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// LPOS.

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use keel_store::{End, List};
 
-use super::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(

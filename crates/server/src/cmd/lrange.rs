@@ -2,7 +2,7 @@
 
 use keel_store::List;
 
-use super::collection::read;
+use crate::cmd::context::collection::{position, range, read};
 use crate::cmd::context::{parse_i64, Spec, BASE};
 
 const fn spec(
@@ -87,43 +87,3 @@ pub const LINDEX: Spec = Spec {
         },
     )
 };
-
-/// The element `index` designates (negative counts from the tail), if it
-/// is within a list of `len` elements.
-pub fn position(len: usize, index: i64) -> Option<usize> {
-    let at = if index < 0 { len as i64 + index } else { index };
-    (0..len as i64).contains(&at).then_some(at as usize)
-}
-
-/// The elements `start..=stop` designate in a list of `len` (negatives
-/// count from the tail, out-of-range ends are clamped), as LRANGE and
-/// LTRIM read them; empty when the range is.
-pub fn range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
-    let len = len as i64;
-    let from_tail = |i: i64| if i < 0 { len.saturating_add(i) } else { i };
-    let start = from_tail(start).max(0);
-    let stop = from_tail(stop).min(len - 1);
-    if start > stop {
-        return 0..0;
-    }
-    start as usize..stop as usize + 1
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_clamp_as_redis() {
-        assert_eq!(range(5, 0, -1), 0..5);
-        assert_eq!(range(5, -100, 100), 0..5);
-        assert_eq!(range(5, 3, 1), 0..0);
-        assert_eq!(range(5, 5, 10), 0..0);
-        assert_eq!(range(5, -2, -1), 3..5);
-        assert_eq!(range(0, 0, -1), 0..0);
-        assert_eq!(range(5, i64::MIN, i64::MAX), 0..5);
-        assert_eq!(position(3, -1), Some(2));
-        assert_eq!(position(3, -4), None);
-        assert_eq!(position(3, 3), None);
-    }
-}

@@ -2,8 +2,8 @@
 
 use keel_store::List;
 
-use super::collection::{limits, update, Edit, Missing};
-use super::lrange::{position, range};
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{position, range};
 use crate::cmd::context::{errors, is, parse_i64, Spec, BASE};
 
 const fn spec(

@@ -46,6 +46,7 @@ use keel_store::ShardSet;
 use crate::client::Client;
 use crate::server::Server;
 
+use crate::cmd::context::transaction::{discard, unwatch_all};
 use crate::cmd::context::{is, parse_i64, Ctx, Error, Spec, BASE};
 
 const fn spec(
@@ -124,55 +125,6 @@ pub const UNWATCH: Spec = Spec {
     )
 };
 
-/// Commands that act on the transaction itself or the connection, and so
-/// run at once inside MULTI instead of being queued.
-pub fn runs_inside_multi(spec: &Spec) -> bool {
-    matches!(
-        spec.name,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
-}
-
-/// Queues a command inside MULTI. Once a command was refused the
-/// transaction is doomed, so nothing more is kept, as in Redis.
-pub fn queue(client: &mut Client, spec: &Spec, args: &[Bytes]) {
-    let tx = &mut client.tx;
-    if let Some(queued) = tx.queued.as_mut().filter(|_| !tx.refused) {
-        // Copied, so a queued command never keeps a read buffer alive.
-        queued.push(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
-        tx.queued_bytes += queued_size(args);
-        tx.grows_memory |= spec.has_flag("denyoom");
-    }
-}
-
-/// What a queued command holds: its arguments, their handles and the
-/// queue's slot.
-fn queued_size(args: &[Bytes]) -> usize {
-    let handles = std::mem::size_of_val(args) + std::mem::size_of::<Vec<Bytes>>();
-    args.iter().map(Bytes::len).sum::<usize>() + handles
-}
-
-/// Whether `spec`, called by `client`, is refused over maxmemory. As in
-/// Redis: commands that may grow memory; inside MULTI every command but
-/// those that end the transaction or the connection, since a queue grows
-/// memory too; and EXEC if its queue holds a command that may grow it.
-pub fn refused_over_maxmemory(spec: &Spec, client: &Client) -> bool {
-    match client.tx.queued {
-        None => spec.has_flag("denyoom"),
-        Some(_) if spec.name == "exec" => client.tx.grows_memory,
-        Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
-    }
-}
-
-/// Ends the transaction of `client`, if any, and every watch.
-pub fn discard(server: &Server, client: &mut Client, now_ms: u64) {
-    client.tx.queued = None;
-    client.tx.queued_bytes = 0;
-    client.tx.refused = false;
-    client.tx.grows_memory = false;
-    unwatch_all(server, client, now_ms);
-}
-
 fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if ctx.client.tx.queued.is_some() {
         return Err("ERR WATCH inside MULTI is not allowed".into());
@@ -195,19 +147,6 @@ fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Ends every watch of `client` (EXEC, DISCARD, UNWATCH, RESET, disconnect).
-pub fn unwatch_all(server: &Server, client: &mut Client, now_ms: u64) {
-    let tx = &mut client.tx;
-    for (db_index, key, _) in tx.watched.drain(..) {
-        server
-            .store
-            .db(db_index, now_ms)
-            .write(&key)
-            .unwatch(&key, &tx.dirty);
-    }
-    tx.dirty.store(false, Ordering::Relaxed);
-}
-
 /// The shards a transaction reaches: those of the keys `client` watches
 /// and of the keys of each of the `queued` commands, in the database
 /// selected when it runs; every shard if a command reaches keys it does
@@ -221,7 +160,7 @@ fn shards_reached<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]
     for args in queued {
         let id = super::dispatch::resolve(&server.commands, args).ok();
         let spec = server.commands.specs()[id.expect("resolved when queued")];
-        let keys = super::command::keys_of(spec, args).unwrap_or_default();
+        let keys = crate::cmd::context::keys_of(spec, args).unwrap_or_default();
         if (keys.is_empty() && !reaches_no_key(spec)) || copies_to_another_db(spec, args) {
             shards.insert_all();
             return shards;

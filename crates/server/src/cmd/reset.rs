@@ -27,7 +27,7 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
-    super::multi::discard(ctx.server, ctx.client, ctx.now_ms);
+    crate::cmd::context::transaction::discard(ctx.server, ctx.client, ctx.now_ms);
     let id = ctx.client.handle.id;
     ctx.client.subscriptions.leave_all(&ctx.server.pubsub, id);
     let client = &mut *ctx.client;

@@ -2,7 +2,7 @@
 
 use keel_store::Set;
 
-use super::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
 use crate::cmd::context::{Spec, BASE};
 
 /// SADD.

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 
+use crate::cmd::context::collection::parse_cursor;
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// SCAN.
@@ -55,13 +56,4 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     w.array(keys.len());
     keys.iter().for_each(|k| w.bulk(k));
     Ok(())
-}
-
-/// Parses a cursor as Redis does: an unsigned decimal, nothing else.
-pub fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
-    std::str::from_utf8(arg)
-        .ok()
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| "ERR invalid cursor".into())
 }

@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use keel_store::{Entry, Limits, Set, Value};
 
-use super::collection::{limits, store_in};
+use crate::cmd::context::collection::{limits, store_in};
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// Which combination.

@@ -4,8 +4,8 @@
 use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
-use super::append::check_length;
-use super::edit::{edit, Edit};
+use crate::cmd::context::edit::{edit, Edit};
+use crate::cmd::context::strings::check_length;
 use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
 
 /// SETRANGE.

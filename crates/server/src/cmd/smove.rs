@@ -3,7 +3,7 @@
 
 use keel_store::Set;
 
-use super::collection::{limits, update_in, Edit, Missing};
+use crate::cmd::context::collection::{limits, update_in, Edit, Missing};
 use crate::cmd::context::{errors, Spec, BASE};
 
 /// SMOVE.

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::Set;
 
-use super::collection::{update, Edit, Missing};
+use crate::cmd::context::collection::{update, Edit, Missing};
 use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// SPOP.

@@ -4,7 +4,7 @@
 
 use keel_store::{Hash, Set, ZSet};
 
-use super::collection::{read, scan_options, write_scan_reply};
+use crate::cmd::context::collection::{read, scan_options, write_scan_reply};
 use crate::cmd::context::{Spec, BASE};
 
 const fn spec(

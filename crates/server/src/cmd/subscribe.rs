@@ -58,20 +58,6 @@ pub const PUNSUBSCRIBE: Spec = spec(
     |ctx, args| leave(ctx, Kind::Pattern, &args[1..]),
 );
 
-/// Commands a RESP2 connection may send while subscribed: it can only
-/// receive pushes as arrays, so Redis refuses everything else.
-pub const ALLOWED_WHILE_SUBSCRIBED: &[&str] = &[
-    "subscribe",
-    "ssubscribe",
-    "unsubscribe",
-    "sunsubscribe",
-    "psubscribe",
-    "punsubscribe",
-    "ping",
-    "quit",
-    "reset",
-];
-
 fn confirm(ctx: &mut Ctx, what: &[u8], name: Option<&[u8]>) {
     let count = ctx.client.subscriptions.count();
     let mut w = ctx.w();

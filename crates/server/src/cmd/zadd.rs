@@ -6,26 +6,9 @@
 use bytes::Bytes;
 use keel_store::{Limits, ZSet};
 
-use super::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::zset::parse_score;
 use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
-
-/// Parses a score argument as Redis's `string2d`: `parse_f64`'s syntax,
-/// and a value too large or too small for a double is refused (strtod's
-/// ERANGE) rather than rounded to infinity or zero.
-pub fn parse_score(arg: &[u8]) -> Result<f64, Error> {
-    let invalid = || Error::from(errors::NOT_FLOAT);
-    let score = crate::cmd::context::parse_f64(arg).ok_or_else(invalid)?;
-    let mantissa = arg
-        .split(|b| matches!(b, b'e' | b'E'))
-        .next()
-        .unwrap_or(arg);
-    let overflow = score.is_infinite() && !arg.to_ascii_lowercase().windows(3).any(|w| w == b"inf");
-    let underflow = score == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
-    if overflow || underflow {
-        return Err(invalid());
-    }
-    Ok(score)
-}
 
 /// ZADD's options.
 #[derive(Default, Clone, Copy)]

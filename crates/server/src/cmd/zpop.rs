@@ -5,8 +5,8 @@ use bytes::Bytes;
 use keel_resp::Protocol;
 use keel_store::{WriteShard, ZSet};
 
-use super::collection::{update, update_in, Edit, Missing};
-use super::zrange::{End, Window};
+use crate::cmd::context::collection::{update, update_in, Edit, Missing};
+use crate::cmd::context::zset::{End, Window};
 use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// Removes up to `count` members from the low end of `zset`, or from the

@@ -1,6 +1,6 @@
 //! ZRANDMEMBER key [count [WITHSCORES]] — random members, distinct for a
 //! positive count, possibly repeated for a negative one (the picking is
-//! SRANDMEMBER's, see `srandmember::pick`).
+//! SRANDMEMBER's, see `context::random::pick`).
 
 use std::borrow::Cow;
 
@@ -9,7 +9,7 @@ use keel_resp::Protocol;
 use keel_store::ZSet;
 use rand::Rng;
 
-use super::collection::read;
+use crate::cmd::context::collection::read;
 use crate::cmd::context::{errors, is, write_each, Ctx, Error, Spec, BASE};
 
 /// ZRANDMEMBER.
@@ -43,7 +43,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Ok(())
         });
     }
-    let count = super::srandmember::parse_count(&args[2])?;
+    let count = crate::cmd::context::random::parse_count(&args[2])?;
     let with_scores = match args.len() {
         3 => false,
         4 if is(&args[3], "withscores") => true,
@@ -59,7 +59,8 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             return Ok(());
         };
         let all = zset.range(0, zset.len());
-        let (n, picks) = super::srandmember::pick(count, zset.len(), all, |rng| random(zset, rng));
+        let (n, picks) =
+            crate::cmd::context::random::pick(count, zset.len(), all, |rng| random(zset, rng));
         let pairs = with_scores && w.protocol() == Protocol::Resp3;
         w.array(if with_scores && !pairs { 2 * n } else { n });
         write_each(&mut w, picks, |w, (member, score)| {

@@ -2,7 +2,7 @@
 
 use keel_store::ZSet;
 
-use super::collection::read;
+use crate::cmd::context::collection::read;
 use crate::cmd::context::{Spec, BASE};
 
 const fn spec(

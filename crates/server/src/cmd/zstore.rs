@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 
-use super::collection::{limits, store_in};
-use super::zadd::parse_score;
-use super::zrange::write_elements;
+use crate::cmd::context::collection::{limits, store_in};
+use crate::cmd::context::zset::parse_score;
+use crate::cmd::context::zset::write_elements;
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// How the inputs combine.
