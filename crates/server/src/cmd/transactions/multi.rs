@@ -158,7 +158,7 @@ fn shards_reached<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]
     }
     let mut db = client.db;
     for args in queued {
-        let id = super::dispatch::resolve(&server.commands, args).ok();
+        let id = crate::cmd::dispatch::resolve(&server.commands, args).ok();
         let spec = server.commands.specs()[id.expect("resolved when queued")];
         let keys = crate::cmd::context::keys_of(spec, args).unwrap_or_default();
         if (keys.is_empty() && !reaches_no_key(spec)) || copies_to_another_db(spec, args) {
@@ -248,8 +248,8 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     ctx.w().array(queued.len());
     ctx.client.tx.executing = true;
     for args in &queued {
-        let id = super::dispatch::resolve(&ctx.server.commands, args).ok();
-        super::dispatch::call(ctx, id.expect("resolved when queued"), args);
+        let id = crate::cmd::dispatch::resolve(&ctx.server.commands, args).ok();
+        crate::cmd::dispatch::call(ctx, id.expect("resolved when queued"), args);
     }
     ctx.client.tx.executing = false;
     drop(locked);
