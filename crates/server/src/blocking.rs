@@ -40,7 +40,7 @@ use keel_store::{Limits, MultiWrite, ValueRef};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::cmd::lmove::Pop;
+use crate::cmd::context::pop::Pop;
 use crate::cmd::{zpop, Error};
 use crate::server::{unix_ms, Server};
 

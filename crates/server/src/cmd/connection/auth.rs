@@ -1,0 +1,52 @@
+//! AUTH [username] password — authenticate the connection.
+//!
+//! keel has one user, "default", whose password is `requirepass`. With no
+//! password configured, Redis's default user is "nopass": the two-argument
+//! form is refused with a hint, the three-argument form for "default"
+//! succeeds with any password.
+
+use bytes::Bytes;
+
+use crate::cmd::context::connection::authenticate;
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
+
+/// AUTH.
+pub const SPEC: Spec = Spec {
+    name: "auth",
+    arity: -2,
+    flags: &[
+        "noscript",
+        "loading",
+        "stale",
+        "fast",
+        "no_auth",
+        "allow_busy",
+    ],
+    acl: &["@fast", "@connection"],
+    group: "connection",
+    summary: "Authenticates the connection.",
+    complexity: "O(N) where N is the number of passwords defined for the user",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    if args.len() <= 3 {
+        (1..args.len()).for_each(|i| ctx.redact(i));
+    }
+    let (user, password): (&[u8], &[u8]) = match args {
+        [_, password] => {
+            if ctx.server.config.read().requirepass.is_empty() {
+                return Err("ERR AUTH <password> called without any password configured for the default user. \
+                            Are you sure your configuration is correct?"
+                    .into());
+            }
+            (b"default", password)
+        }
+        [_, user, password] => (user, password),
+        _ => return Err(errors::SYNTAX.into()),
+    };
+    authenticate(ctx, user, password)?;
+    ctx.w().ok();
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! SELECT index — switch the connection's database.
+
+use bytes::Bytes;
+
+use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
+
+/// SELECT.
+pub const SPEC: Spec = Spec {
+    name: "select",
+    arity: 2,
+    flags: &["loading", "stale", "fast"],
+    acl: &["@keyspace", "@fast"],
+    group: "connection",
+    summary: "Changes the selected database.",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let index = parse_i64(&args[1])?;
+    if index < 0 || index as usize >= ctx.server.store.databases() {
+        return Err("ERR DB index is out of range".into());
+    }
+    ctx.client.db = index as usize;
+    ctx.w().ok();
+    Ok(())
+}

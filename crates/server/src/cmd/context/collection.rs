@@ -1,0 +1,276 @@
+//! What every collection command shares: reaching a value of the expected
+//! type (WRONGTYPE otherwise), creating it on first write, deleting the key
+//! when its last element goes (Redis never keeps an empty collection), and
+//! the reply shapes of the SCAN family.
+//!
+//! Handlers describe only their own work as a closure over the typed value;
+//! the lookup, the type check, the hit/miss statistics and the empty-key
+//! rule live here once.
+
+use keel_store::{Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
+
+use super::edit::edit;
+pub use super::edit::Edit;
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error};
+
+/// A collection type as stored in a [`Value`].
+pub trait Kind: Default {
+    /// The value as this type, or `None` for another type.
+    fn of(value: ValueRef<'_>) -> Option<&Self>;
+    /// Mutable access, or `None` for another type.
+    fn of_mut(value: &mut Value) -> Option<&mut Self>;
+    /// Wraps a new collection into a value.
+    fn into_value(self) -> Value;
+}
+
+impl Kind for Hash {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
+        value.as_hash()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_hash_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::Hash(self)
+    }
+}
+
+impl Kind for Set {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
+        value.as_set()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_set_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::Set(Box::new(self))
+    }
+}
+
+impl Kind for List {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
+        value.as_list()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_list_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::List(self)
+    }
+}
+
+impl Kind for ZSet {
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
+        value.as_zset()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_zset_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::ZSet(Box::new(self))
+    }
+}
+
+fn wrongtype() -> Error {
+    errors::WRONGTYPE.into()
+}
+
+/// Runs `f` on the collection at `key` (`None` when the key is missing),
+/// under the key's shard read lock. Another type is WRONGTYPE.
+pub fn read<T: Kind, R>(
+    ctx: &mut Ctx,
+    key: &[u8],
+    f: impl FnOnce(&mut Ctx, Option<&T>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let db = ctx.db();
+    let shard = db.read(key);
+    let entry = shard.get(key);
+    ctx.count_lookup(entry.is_some());
+    match entry {
+        None => f(ctx, None),
+        Some(e) => f(ctx, Some(T::of(e.value()).ok_or_else(wrongtype)?)),
+    }
+}
+
+/// Whether [`update_in`] creates a missing key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// Start from an empty collection (HSET, SADD, ...); it is stored only
+    /// if `f` leaves something in it.
+    Create,
+    /// Leave the key absent and return `None` (HDEL, SREM, ...).
+    Skip,
+}
+
+/// Runs `f` on the collection at `key` in an already locked shard, creating
+/// it or not as `missing` says; deletes the key if `f` empties it. Watchers
+/// of the key are marked as `f`'s [`Edit`] says (see [`edit`]).
+pub fn update_in<T: Kind, R>(
+    shard: &mut WriteShard,
+    key: &[u8],
+    missing: Missing,
+    f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
+) -> Result<Option<R>, Error> {
+    match shard.entry(key) {
+        Lookup::Found(mut entry) => {
+            let result = edit(&mut entry, T::of_mut, f);
+            if entry.entry().value().is_empty_collection() {
+                crate::lazyfree::free(entry.remove());
+            }
+            result.map(Some)
+        }
+        Lookup::Missing(_) if missing == Missing::Skip => Ok(None),
+        Lookup::Missing(vacant) => {
+            let mut collection = T::default();
+            let result = f(&mut collection)?.into_result();
+            let value = collection.into_value();
+            if !value.is_empty_collection() {
+                vacant.insert(value, None);
+            }
+            Ok(Some(result))
+        }
+    }
+}
+
+/// [`update_in`] on the key's own shard.
+pub fn update<T: Kind, R>(
+    ctx: &mut Ctx,
+    key: &[u8],
+    missing: Missing,
+    f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
+) -> Result<Option<R>, Error> {
+    let db = ctx.db();
+    let mut shard = db.write(key);
+    update_in(&mut shard, key, missing, f)
+}
+
+/// Replaces `key` with `value` in a locked shard (the *STORE commands),
+/// having reserved the room it takes, or deletes it when `value` is an
+/// empty collection, as Redis does.
+pub fn store_in(
+    ctx: &mut Ctx,
+    shard: &mut WriteShard,
+    key: &[u8],
+    value: Value,
+) -> Result<(), Error> {
+    let old = if value.is_empty_collection() {
+        shard.remove(key)
+    } else {
+        ctx.reserve(value.heap_bytes())?;
+        shard.insert(key, value, None)
+    };
+    if let Some(old) = old {
+        crate::lazyfree::free(old);
+    }
+    Ok(())
+}
+
+/// The conversion thresholds for this command.
+pub fn limits(ctx: &Ctx) -> Limits {
+    ctx.server.store.encodings.limits()
+}
+
+/// Options of HSCAN/SSCAN/ZSCAN after the cursor.
+pub struct ScanOptions<'a> {
+    /// MATCH pattern; `None` matches everything.
+    pub pattern: Option<&'a [u8]>,
+    /// COUNT hint.
+    pub count: usize,
+}
+
+impl ScanOptions<'_> {
+    /// True if `element` passes the MATCH filter.
+    pub fn matches(&self, element: &[u8]) -> bool {
+        self.pattern
+            .is_none_or(|p| keel_store::glob_match(p, element, false))
+    }
+}
+
+/// Parses `cursor [MATCH pattern] [COUNT count]` from `args[2..]`, with
+/// SCAN's errors.
+pub fn scan_options(args: &[bytes::Bytes]) -> Result<(u64, ScanOptions<'_>), Error> {
+    let cursor = parse_cursor(&args[2])?;
+    let mut options = ScanOptions {
+        pattern: None,
+        count: 10,
+    };
+    let mut j = 3;
+    while j < args.len() {
+        if j + 1 >= args.len() {
+            return Err(errors::SYNTAX.into());
+        }
+        if is(&args[j], "count") {
+            let n = parse_i64(&args[j + 1])?;
+            if n < 1 {
+                return Err(errors::SYNTAX.into());
+            }
+            options.count = n as usize;
+        } else if is(&args[j], "match") {
+            options.pattern = Some(&args[j + 1])
+                .filter(|p| &p[..] != b"*")
+                .map(|p| &p[..]);
+        } else {
+            return Err(errors::SYNTAX.into());
+        }
+        j += 2;
+    }
+    Ok((cursor, options))
+}
+
+/// Writes a SCAN-family reply: the next cursor and the elements.
+pub fn write_scan_reply(ctx: &mut Ctx, next: u64, elements: &[Vec<u8>]) {
+    let mut w = ctx.w();
+    w.array(2);
+    w.bulk(next.to_string().as_bytes());
+    w.array(elements.len());
+    elements.iter().for_each(|e| w.bulk(e));
+}
+
+/// Parses a cursor as Redis does: an unsigned decimal, nothing else.
+pub fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
+    std::str::from_utf8(arg)
+        .ok()
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| "ERR invalid cursor".into())
+}
+
+/// The element `index` designates (negative counts from the tail), if it
+/// is within a list of `len` elements.
+pub fn position(len: usize, index: i64) -> Option<usize> {
+    let at = if index < 0 { len as i64 + index } else { index };
+    (0..len as i64).contains(&at).then_some(at as usize)
+}
+
+/// The elements `start..=stop` designate in a list of `len` (negatives
+/// count from the tail, out-of-range ends are clamped), as LRANGE and
+/// LTRIM read them; empty when the range is.
+pub fn range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
+    let len = len as i64;
+    let from_tail = |i: i64| if i < 0 { len.saturating_add(i) } else { i };
+    let start = from_tail(start).max(0);
+    let stop = from_tail(stop).min(len - 1);
+    if start > stop {
+        return 0..0;
+    }
+    start as usize..stop as usize + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_clamp_as_redis() {
+        assert_eq!(range(5, 0, -1), 0..5);
+        assert_eq!(range(5, -100, 100), 0..5);
+        assert_eq!(range(5, 3, 1), 0..0);
+        assert_eq!(range(5, 5, 10), 0..0);
+        assert_eq!(range(5, -2, -1), 3..5);
+        assert_eq!(range(0, 0, -1), 0..0);
+        assert_eq!(range(5, i64::MIN, i64::MAX), 0..5);
+        assert_eq!(position(3, -1), Some(2));
+        assert_eq!(position(3, -4), None);
+        assert_eq!(position(3, 3), None);
+    }
+}

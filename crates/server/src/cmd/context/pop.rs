@@ -1,0 +1,151 @@
+//! The pops several commands share: LMOVE's pop-and-maybe-push step, which
+//! BLPOP, BRPOP and BLMOVE take too (also when a waiter is served later,
+//! see `crate::blocking`), and the way the blocking pops (lists and sorted
+//! sets) try at once, keys in order, and block if every key is missing.
+
+use bytes::Bytes;
+use keel_store::{End, Limits, List, MultiWrite};
+
+use super::collection::{limits, update_in, Edit, Missing};
+use super::{errors, is, parse_f64, Ctx, Error};
+use crate::blocking::{write_outcome, Outcome, Wait};
+use crate::client::AfterReply;
+
+/// Parses LEFT or RIGHT.
+pub fn end(arg: &[u8]) -> Result<End, Error> {
+    match arg {
+        a if is(a, "left") => Ok(End::Left),
+        a if is(a, "right") => Ok(End::Right),
+        _ => Err(errors::SYNTAX.into()),
+    }
+}
+
+/// What a pop does: which end it takes from and, for the move commands,
+/// where the element goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pop {
+    /// The end of the source the element is taken from.
+    pub from: End,
+    /// The destination key and end, for LMOVE and its relatives.
+    pub to: Option<(Bytes, End)>,
+}
+
+impl Pop {
+    /// Every key the pop from `source` touches, for locking.
+    pub fn keys(&self, source: &Bytes) -> Vec<Bytes> {
+        let mut keys = vec![source.clone()];
+        keys.extend(self.to.iter().map(|(dest, _)| dest.clone()));
+        keys
+    }
+
+    /// Pops one element from `source` (and pushes it to the destination),
+    /// with every key's shard locked in `locked`. `None` when the source
+    /// is missing. The destination's type is checked only when the source
+    /// has an element to give, as in Redis.
+    pub fn apply(
+        &self,
+        locked: &mut MultiWrite,
+        source: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        if let Some((dest, _)) = &self.to {
+            match locked.peek(source) {
+                None => return Ok(None),
+                Some(e) if e.value().as_list().is_none() => return Err(errors::WRONGTYPE.into()),
+                Some(_) => {}
+            }
+            if locked
+                .peek(dest)
+                .is_some_and(|e| e.value().as_list().is_none())
+            {
+                return Err(errors::WRONGTYPE.into());
+            }
+        }
+        let popped = update_in(
+            locked.shard(source),
+            source,
+            Missing::Skip,
+            |list: &mut List| {
+                let popped = list.pop(self.from, limits);
+                Ok(Edit::changed_if(popped.is_some(), popped))
+            },
+        )?;
+        let Some(element) = popped.flatten() else {
+            return Ok(None);
+        };
+        if let Some((dest, to)) = &self.to {
+            update_in(
+                locked.shard(dest),
+                dest,
+                Missing::Create,
+                |list: &mut List| {
+                    list.push(*to, &element, limits);
+                    Ok(Edit::changed(()))
+                },
+            )?;
+        }
+        Ok(Some(element))
+    }
+}
+
+/// The blocking pops of the form `key [key ...] timeout`: `wait` on the
+/// first key that has an element.
+pub fn pop_first(ctx: &mut Ctx, args: &[Bytes], wait: Wait) -> Result<(), Error> {
+    let deadline = deadline(&args[args.len() - 1])?;
+    block(ctx, &args[1..args.len() - 1], wait, deadline)
+}
+
+/// Parses a timeout in seconds (a float; 0 waits forever) into a deadline,
+/// with Redis's errors and its truncation to whole milliseconds.
+pub fn deadline(arg: &[u8]) -> Result<Option<tokio::time::Instant>, Error> {
+    let seconds = parse_f64(arg).ok_or("ERR timeout is not a float or out of range")?;
+    // Redis converts with a C cast, which on x86-64 turns anything out of
+    // range (infinity included) into i64::MIN: "negative".
+    let ms = seconds * 1000.0;
+    let ms = if ms.abs() < 9.2e18 {
+        ms as i64
+    } else {
+        i64::MIN
+    };
+    if ms < 0 {
+        return Err("ERR timeout is negative".into());
+    }
+    if ms > i64::MAX - crate::server::unix_ms() as i64 {
+        return Err("ERR timeout is out of range".into());
+    }
+    // 0 waits forever, and so does a deadline too far to represent.
+    let wait = std::time::Duration::from_millis(ms as u64);
+    Ok((ms > 0)
+        .then(|| tokio::time::Instant::now().checked_add(wait))
+        .flatten())
+}
+
+/// Pops from the first of `sources` that has an element, or blocks.
+pub fn block(
+    ctx: &mut Ctx,
+    sources: &[Bytes],
+    wait: Wait,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<(), Error> {
+    let limits = limits(ctx);
+    let db = ctx.db();
+    let keys: Vec<Bytes> = sources.iter().flat_map(|s| wait.keys(s)).collect();
+    let mut locked = db.write_many(&keys);
+    for source in sources {
+        if let Some(popped) = wait.apply(&mut locked, source, &limits)? {
+            let key = source.clone();
+            write_outcome(&mut ctx.w(), &wait, Some(Outcome::Popped { key, popped }));
+            return Ok(());
+        }
+    }
+    if ctx.client.tx.executing {
+        wait.write_nothing(&mut ctx.w());
+        return Ok(());
+    }
+    ctx.client.handle.set_blocked(true);
+    let blocking = &ctx.server.blocking;
+    let blocked = blocking.register(ctx.client.db, sources.to_vec(), wait, deadline);
+    drop(locked);
+    ctx.client.after_reply = Some(AfterReply::Block(blocked));
+    Ok(())
+}

@@ -1,0 +1,434 @@
+//! Dispatch: what every command would otherwise repeat, in Redis's
+//! order: lookup in the registry, arity, authentication, the maxmemory
+//! check for commands that may grow memory, MULTI queueing, timing,
+//! statistics, the latency histograms and the slow log, and serving
+//! clients a write unblocked.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use keel_resp::ReplyLimit;
+
+use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spec};
+use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
+use super::registry::Table;
+use crate::client::{AfterReply, Client, ClientHandle};
+use crate::eviction::Room;
+use crate::server::Server;
+
+/// Formats the unknown-command error exactly as Redis 7 does: the name
+/// cut at 128 bytes and the first arguments quoted until 128 bytes, each
+/// ending at its first NUL byte as C's `%s` does.
+fn unknown_command(args: &[Bytes]) -> Error {
+    let c_string = |arg: &[u8], max: usize| {
+        let end = arg
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(arg.len())
+            .min(max);
+        String::from_utf8_lossy(&arg[..end]).into_owned()
+    };
+    let mut listed = String::new();
+    for arg in &args[1..] {
+        if listed.len() >= 128 {
+            break;
+        }
+        let text = c_string(arg, 128 - listed.len());
+        listed.push_str(&format!("'{text}' "));
+    }
+    let name = c_string(&args[0], 128);
+    format!("ERR unknown command '{name}', with args beginning with: {listed}").into()
+}
+
+/// Finds the spec for `args`, descending into container commands, and
+/// checks arity. Errors here are "rejected" in Redis's statistics.
+pub(super) fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error)> {
+    let id = table
+        .id(&args[0])
+        .ok_or_else(|| (None, unknown_command(args)))?;
+    let spec = table.specs[id];
+    if !spec.accepts(args.len()) {
+        return Err((Some(id), wrong_arity(spec.name)));
+    }
+    // A container called alone (COMMAND) runs its own handler.
+    if spec.subcommands.is_empty() || args.len() == 1 {
+        return Ok(id);
+    }
+    let sub = &args[1];
+    let mut full = Vec::with_capacity(spec.name.len() + 1 + sub.len());
+    full.extend_from_slice(spec.name.as_bytes());
+    full.push(b'|');
+    full.extend_from_slice(sub);
+    match table.id(&full) {
+        Some(sub_id) if table.specs[sub_id].accepts(args.len()) => Ok(sub_id),
+        Some(sub_id) => Err((Some(sub_id), wrong_arity(table.specs[sub_id].name))),
+        None => Err((
+            Some(id),
+            format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+                spec.name.to_ascii_uppercase()
+            )
+            .into(),
+        )),
+    }
+}
+
+/// True if `args` is a quick request: a command Redis flags `fast` that
+/// names no key, writes nothing, never blocks and publishes nothing (PING,
+/// ECHO, HELLO, AUTH, SELECT, CLIENT SETNAME, ...), or one dispatch refuses
+/// (unknown, wrong arity), which costs only its error reply. The acceptor
+/// runs a new connection's quick requests itself (see `crate::connection`)
+/// and must never run work a client controls the size of: a `fast` read
+/// can return a 512 MB value or many elements (GET, LPOP with a count), a
+/// write can evict inline or serve blocked clients, and PUBLISH fans out.
+/// Anything else waits for the connection's worker.
+pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
+    resolve(table, args).map_or(true, |id| {
+        let spec = table.specs[id];
+        spec.has_flag("fast")
+            && spec.keys == (0, 0, 0)
+            && !spec.has_flag("write")
+            && !spec.has_flag("blocking")
+            && spec.group != "pubsub"
+    })
+}
+
+/// Runs one command (or queues it inside MULTI) and writes its reply to
+/// `out`. Returns true if the reply grew past what a reply may take without
+/// asking the client budget (see [`Ctx::w`]): the room it was granted is
+/// given back on return, so the caller must charge `out` itself.
+pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) -> bool {
+    let reply_start = out.len();
+    let mut ctx = Ctx {
+        server,
+        client,
+        out,
+        now_ms: crate::server::unix_ms(),
+        redacted: Vec::new(),
+        reply_limit: reply_limit(server, reply_start),
+        room: Room::empty(server),
+        room_made: 0,
+        room_needed: None,
+    };
+    dispatch(&mut ctx, args, reply_start);
+    ctx.reply_limit.granted > 0
+}
+
+impl Drop for Ctx<'_> {
+    /// Gives back the room granted to the reply, on every way out of a
+    /// command, a panic included.
+    fn drop(&mut self) {
+        let granted = std::mem::take(&mut self.reply_limit.granted);
+        if granted > 0 {
+            self.server.client_budget.recharge(granted, 0);
+        }
+    }
+}
+
+/// Dispatch proper: everything [`execute`] does to a command.
+fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
+    let (server, now_ms) = (ctx.server, ctx.now_ms);
+    let table = &server.commands;
+    let id = match resolve(table, args) {
+        Ok(id) => id,
+        Err((id, err)) => return reject(ctx, id, err),
+    };
+    let spec = table.specs[id];
+    if !ctx.client.authenticated && !spec.has_flag("no_auth") {
+        return reject(ctx, Some(id), errors::NOAUTH.into());
+    }
+    let subscribed = ctx.client.subscriptions.count() > 0;
+    if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
+        let top = spec.name.split('|').next().unwrap_or(spec.name);
+        if !ALLOWED_WHILE_SUBSCRIBED.contains(&top) {
+            let refusal = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            );
+            return reject(ctx, Some(id), refusal.into());
+        }
+    }
+    if transaction::refused_over_maxmemory(spec, ctx.client) {
+        let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
+        match server.make_room(now_ms, incoming) {
+            Some(room) => ctx.room = room,
+            None => return reject(ctx, Some(id), errors::OOM.into()),
+        }
+    }
+    if ctx.client.tx.queued.is_some() && !transaction::runs_inside_multi(spec) {
+        transaction::queue(ctx.client, spec, args);
+        ctx.w().simple("QUEUED");
+        return;
+    }
+    call(ctx, id, args);
+    ctx.room.end();
+    if ctx.reply_limit.exceeded {
+        drop_oversized_reply(ctx, reply_start);
+    }
+    if !ctx.client.ready.is_empty() {
+        let ready = std::mem::take(&mut ctx.client.ready);
+        server.blocking.serve(server, ready);
+    }
+}
+
+/// Replies up to this long never ask the client budget for room: a
+/// command's usual reply costs no atomic operation, and each running
+/// command (one per thread) may hold this much outside the budget.
+const FREE_REPLY_BYTES: usize = 1 << 20;
+
+/// How far a reply starting at `reply_start` in the output buffer may
+/// grow: to the `normal` class's hard output limit, asking the client
+/// budget for room past its first [`FREE_REPLY_BYTES`], so that a reply
+/// being built is counted as it grows, and one that the budget cannot hold
+/// closes its client.
+fn reply_limit(server: &Server, reply_start: usize) -> ReplyLimit {
+    let hard = match server.hot.output_hard_limit.load(Ordering::Relaxed) as usize {
+        0 => usize::MAX,
+        hard => hard,
+    };
+    ReplyLimit {
+        hard_len: reply_start.saturating_add(hard),
+        granted_len: reply_start.saturating_add(FREE_REPLY_BYTES),
+        granted: 0,
+        exceeded: false,
+    }
+}
+
+/// A reply that passed the client's output limit, or that the client budget
+/// could not hold: what was written of it is dropped and the client closed,
+/// as Redis closes a client over its hard limit, instead of holding the
+/// whole reply first.
+fn drop_oversized_reply(ctx: &mut Ctx, reply_start: usize) {
+    let written = ctx.out.len() - reply_start;
+    ctx.out.truncate(reply_start);
+    ctx.client.after_reply = Some(AfterReply::Close);
+    let handle = &ctx.client.handle;
+    crate::warning!(
+        "Client id={} addr={} closed for overcoming of output buffer limits (a reply stopped at {written} bytes).",
+        handle.id,
+        handle.addr,
+    );
+    ctx.server.stats.count_output_limit_disconnection();
+}
+
+/// What a command may add to the dataset before it runs, for
+/// [`Server::make_room`]: its arguments' share (see
+/// [`bytes_a_write_may_add`]), or for EXEC the sum of its queued writes'
+/// shares, reserved before it locks the shards its queue reaches, since a
+/// queued write cannot evict while they are held (see [`Ctx::reserve`]).
+fn bytes_a_command_may_add(server: &Server, client: &Client, spec: &Spec, args: &[Bytes]) -> usize {
+    match &client.tx.queued {
+        Some(queued) if spec.name == "exec" => queued
+            .iter()
+            .filter(|queued| {
+                resolve(&server.commands, queued)
+                    .is_ok_and(|id| server.commands.specs[id].has_flag("denyoom"))
+            })
+            .map(|queued| bytes_a_write_may_add(server, queued))
+            .sum(),
+        _ => bytes_a_write_may_add(server, args),
+    }
+}
+
+/// Runs a resolved, admitted command: the handler, its reply, its
+/// statistics, latency and slow log entry. EXEC calls this for each queued
+/// command.
+pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
+    let (server, now_ms) = (ctx.server, ctx.now_ms);
+    let spec = server.commands.specs[id];
+    ctx.client.handle.note_command(id, ctx.client.db, now_ms);
+    ctx.redacted.clear();
+    let asked_before = ctx.client.after_reply.is_some();
+    let reply_start = ctx.out.len();
+    let started = Instant::now();
+    let result = run_with_room(ctx, spec, args, reply_start);
+    let mut elapsed = started.elapsed();
+    let failed = match result {
+        Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
+        Err(Error(msg)) => {
+            ctx.w().error(&msg);
+            true
+        }
+    };
+    // What this command (not one before it in the same EXEC) asked the
+    // connection to do after its reply.
+    let asked = match asked_before {
+        true => None,
+        false => ctx.client.after_reply.as_mut(),
+    };
+    let blocked = match asked {
+        // DEBUG SLEEP's pause is part of the command, as in Redis, where
+        // the command itself sleeps.
+        Some(AfterReply::Sleep(pause)) => {
+            elapsed = elapsed.saturating_add(*pause);
+            None
+        }
+        Some(AfterReply::Block(blocked)) => Some(blocked),
+        _ => None,
+    };
+    server.stats.record_call(id, elapsed, failed);
+    match blocked {
+        // A blocked command's latency and slow log entry wait until it is
+        // served; one that times out has neither, as in Redis.
+        Some(blocked) => {
+            blocked.execution = Some(Execution {
+                id,
+                args: args.to_vec(),
+                elapsed,
+            });
+        }
+        None => record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed),
+    }
+    // A write may have made a list appear for blocked clients; they are
+    // served once the top-level command is done (see `crate::blocking`).
+    if spec.has_flag("write") && server.blocking.blocked() > 0 {
+        let db = ctx.client.db;
+        let keys = spec.key_args(args).map(|k| (db, k.clone()));
+        ctx.client.ready.extend(keys);
+    }
+}
+
+/// Runs the handler. A write that found no room short of evicting (see
+/// [`Ctx::reserve`]) changed nothing and let go of its shard locks when it
+/// returned: room is made by evicting and it runs again, claiming that
+/// room. Inside EXEC the transaction holds its locks, so the OOM stands.
+/// Once it has run, what it reserved itself is in the dataset, so that
+/// reservation ends (the next command of an EXEC does not count it twice).
+fn run_with_room(
+    ctx: &mut Ctx,
+    spec: &Spec,
+    args: &[Bytes],
+    reply_start: usize,
+) -> Result<(), Error> {
+    let reserved_before = ctx.room.bytes();
+    let mut made = 0;
+    let result = loop {
+        ctx.room_made = made;
+        let result = (spec.run)(ctx, args);
+        let Some(needed) = ctx.room_needed.take() else {
+            break result;
+        };
+        if ctx.client.tx.executing || !ctx.room.grow_evicting(ctx.now_ms, needed) {
+            break result;
+        }
+        made += needed;
+        ctx.out.truncate(reply_start);
+    };
+    ctx.room.shrink_to(reserved_before);
+    result
+}
+
+/// Adds a command's run to its latency histogram and, if it was slow, to
+/// the slow log.
+fn record_execution(
+    server: &Server,
+    client: &ClientHandle,
+    id: usize,
+    args: &[Bytes],
+    redacted: &[usize],
+    elapsed: Duration,
+) {
+    server.stats.record_latency(id, elapsed);
+    if server.slowlog.is_slow(elapsed) && !server.commands.specs[id].has_flag("skip_slowlog") {
+        server.slowlog.push(args, redacted, elapsed, client);
+    }
+}
+
+/// A blocked command's run, recorded once the command is served.
+pub struct Execution {
+    id: usize,
+    args: Vec<Bytes>,
+    elapsed: Duration,
+}
+
+impl Execution {
+    /// The memory its arguments hold (the waiter's keys share it) while the
+    /// command is blocked: charged to the client budget meanwhile, since a
+    /// key may be as large as any argument.
+    pub fn held_bytes(&self) -> usize {
+        self.args.iter().map(Bytes::len).sum()
+    }
+
+    /// Records the run, adding `serving` (the time to write its reply) to
+    /// its own execution time as Redis does.
+    pub fn record(self, server: &Server, client: &ClientHandle, serving: Duration) {
+        let elapsed = self.elapsed + serving;
+        record_execution(server, client, self.id, &self.args, &[], elapsed);
+    }
+}
+
+/// Refuses a command before it runs; inside MULTI this also dooms the
+/// transaction (EXEC will answer EXECABORT), and a refused EXEC discards
+/// it, naming why, as in Redis.
+fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
+    let is_exec = id.is_some_and(|id| ctx.server.commands.specs[id].name == "exec");
+    match ctx.client.tx.queued {
+        Some(_) if is_exec => {
+            transaction::discard(ctx.server, ctx.client, ctx.now_ms);
+            let abort = format!("EXECABORT Transaction discarded because of: {}", err.0);
+            ctx.w().error(&abort);
+        }
+        Some(_) => {
+            ctx.client.tx.refused = true;
+            ctx.w().error(&err.0);
+        }
+        None => ctx.w().error(&err.0),
+    }
+    ctx.server.stats.record_rejection(id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_message_matches_redis() {
+        let args: Vec<Bytes> = ["foo", "a", "b"].iter().map(|s| Bytes::from(*s)).collect();
+        assert_eq!(
+            unknown_command(&args).0,
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+        let with_nul: Vec<Bytes> = [&b"fo\0o"[..], b"a\0b"]
+            .iter()
+            .map(|s| Bytes::copy_from_slice(s))
+            .collect();
+        assert_eq!(
+            unknown_command(&with_nul).0,
+            "ERR unknown command 'fo', with args beginning with: 'a' "
+        );
+    }
+
+    #[test]
+    fn quick_requests_are_keyless_fast_reads_that_never_block() {
+        let table = Table::new();
+        let args = |words: &[&str]| -> Vec<Bytes> {
+            words.iter().map(|w| Bytes::from(w.to_string())).collect()
+        };
+        for quick in [
+            &["PING"][..],
+            &["HELLO", "3"],
+            &["SELECT", "1"],
+            &["nosuchcommand"],
+            &["get"],
+        ] {
+            assert!(is_quick(&table, &args(quick)), "{quick:?}");
+        }
+        for slow in [
+            &["GET", "k"][..],
+            &["LPOP", "list", "1000"],
+            &["SET", "k", "v"],
+            &["PUBLISH", "channel", "message"],
+            &["KEYS", "*"],
+            &["BLPOP", "list", "0"],
+            &["BZPOPMIN", "zset", "0"],
+            &["EXEC"],
+            &["SUBSCRIBE", "channel"],
+            &["DEBUG", "SLEEP", "1"],
+            &["CLIENT", "LIST"],
+        ] {
+            assert!(!is_quick(&table, &args(slow)), "{slow:?}");
+        }
+    }
+}

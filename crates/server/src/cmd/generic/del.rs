@@ -1,0 +1,51 @@
+//! DEL key [key ...] and UNLINK key [key ...] — remove keys, reply with how
+//! many existed. UNLINK frees large values on another thread so the caller
+//! does not pay for it; DEL frees in place unless `lazyfree-lazy-user-del`
+//! is on, as in Redis. Either way a value is freed after its shard's lock
+//! is released (see `lazyfree.rs`).
+
+use bytes::Bytes;
+
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::lazyfree::Cause;
+
+/// DEL.
+pub const DEL: Spec = Spec {
+    name: "del",
+    arity: -2,
+    flags: &["write"],
+    keys: (1, -1, 1),
+    acl: &["@keyspace", "@write", "@slow"],
+    summary: "Deletes one or more keys.",
+    complexity: "O(N) where N is the number of keys that will be removed.",
+    run: |ctx, args| remove_keys(ctx, args, Cause::UserDel),
+    ..BASE
+};
+
+/// UNLINK.
+pub const UNLINK: Spec = Spec {
+    name: "unlink",
+    arity: -2,
+    flags: &["write", "fast"],
+    keys: (1, -1, 1),
+    acl: &["@keyspace", "@write", "@fast"],
+    summary: "Asynchronously deletes one or more keys.",
+    since: "4.0.0",
+    complexity: "O(1) for each key removed regardless of its size.",
+    run: |ctx, args| remove_keys(ctx, args, Cause::Unlink),
+    ..BASE
+};
+
+fn remove_keys(ctx: &mut Ctx, args: &[Bytes], cause: Cause) -> Result<(), Error> {
+    let db = ctx.db();
+    let mut removed = 0;
+    for key in &args[1..] {
+        let entry = db.write(key).remove(key);
+        if let Some(entry) = entry {
+            removed += 1;
+            crate::lazyfree::free_as(cause, entry);
+        }
+    }
+    ctx.w().integer(removed);
+    Ok(())
+}

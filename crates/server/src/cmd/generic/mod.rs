@@ -1,0 +1,14 @@
+//! Generic keyspace commands (Redis's `generic` group): `db.c`, `expire.c` and `object.c`.
+
+pub mod copy;
+pub mod del;
+pub mod exists;
+pub mod expire;
+pub mod keys;
+pub mod object;
+pub mod persist;
+pub mod randomkey;
+pub mod rename;
+pub mod scan;
+pub mod ttl;
+pub mod type_;

@@ -1,0 +1,63 @@
+//! RENAME key newkey and RENAMENX key newkey — move a value (with its TTL)
+//! to another name, atomically: both keys' shards are locked together.
+
+use bytes::Bytes;
+
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
+
+/// RENAME.
+pub const RENAME: Spec = Spec {
+    name: "rename",
+    arity: 3,
+    flags: &["write"],
+    keys: (1, 2, 1),
+    acl: &["@keyspace", "@write", "@slow"],
+    summary: "Renames a key and overwrites the destination.",
+    run: |ctx, args| rename(ctx, args, false),
+    ..BASE
+};
+
+/// RENAMENX.
+pub const RENAMENX: Spec = Spec {
+    name: "renamenx",
+    arity: 3,
+    flags: &["write", "fast"],
+    keys: (1, 2, 1),
+    acl: &["@keyspace", "@write", "@fast"],
+    summary: "Renames a key only when the target key name doesn't exist.",
+    run: |ctx, args| rename(ctx, args, true),
+    ..BASE
+};
+
+fn rename(ctx: &mut Ctx, args: &[Bytes], only_if_new: bool) -> Result<(), Error> {
+    let (from, to) = (&args[1], &args[2]);
+    let db = ctx.db();
+    let mut locked = db.write_many(&[from, to]);
+    if locked.shard(from).peek(from).is_none() {
+        return Err(errors::NO_SUCH_KEY.into());
+    }
+    if from == to {
+        match only_if_new {
+            true => ctx.w().integer(0),
+            false => ctx.w().ok(),
+        }
+        return Ok(());
+    }
+    if only_if_new && locked.shard(to).peek(to).is_some() {
+        ctx.w().integer(0);
+        return Ok(());
+    }
+    let entry = locked
+        .shard(from)
+        .remove(from)
+        .expect("checked above under the same lock");
+    let replaced = locked.shard(to).insert_renamed(to, entry);
+    if let Some(old) = replaced {
+        crate::lazyfree::free(old);
+    }
+    match only_if_new {
+        true => ctx.w().integer(1),
+        false => ctx.w().ok(),
+    }
+    Ok(())
+}

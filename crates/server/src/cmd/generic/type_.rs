@@ -1,0 +1,27 @@
+//! TYPE key — the type name of the value at key, or "none".
+
+use bytes::Bytes;
+
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
+
+/// TYPE.
+pub const SPEC: Spec = Spec {
+    name: "type",
+    arity: 2,
+    flags: &["readonly", "fast"],
+    keys: (1, 1, 1),
+    acl: &["@keyspace", "@read", "@fast"],
+    summary: "Determines the type of value stored at a key.",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let db = ctx.db();
+    let shard = db.read(&args[1]);
+    let name = shard
+        .peek(&args[1])
+        .map_or("none", |e| e.value().type_name());
+    ctx.w().simple(name);
+    Ok(())
+}

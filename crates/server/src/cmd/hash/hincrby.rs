@@ -1,0 +1,56 @@
+//! HINCRBY key field increment and HINCRBYFLOAT key field increment: add to
+//! the number in a field (0 when missing), with Redis's errors.
+
+use keel_store::{parse_canonical_i64, Hash};
+
+use crate::cmd::context::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::long_double::hash_increment;
+use crate::cmd::context::{errors, parse_i64, Error, Spec, BASE};
+
+/// HINCRBY.
+pub const HINCRBY: Spec = Spec {
+    name: "hincrby",
+    arity: 4,
+    flags: &["write", "denyoom", "fast"],
+    keys: (1, 1, 1),
+    acl: &["@write", "@hash", "@fast"],
+    group: "hash",
+    summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
+    since: "2.0.0",
+    run: |ctx, args| {
+        let by = parse_i64(&args[3])?;
+        let limits = limits(ctx);
+        let next = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
+            let current = match hash.get(&args[2]) {
+                None => 0,
+                Some(v) => parse_canonical_i64(v).ok_or(Error::from("ERR hash value is not an integer"))?,
+            };
+            let next = current.checked_add(by).ok_or(Error::from(errors::OVERFLOW))?;
+            hash.set(&args[2], next.to_string().as_bytes(), &limits);
+            Ok(Edit::changed(next))
+        })?;
+        ctx.w().integer(next.expect("created when missing"));
+        Ok(())
+    },
+    ..BASE
+};
+
+/// HINCRBYFLOAT.
+pub const HINCRBYFLOAT: Spec = Spec {
+    name: "hincrbyfloat",
+    summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
+    since: "2.6.0",
+    run: |ctx, args| {
+        crate::cmd::context::long_double::check_hash_increment(&args[3])?;
+        let limits = limits(ctx);
+        let text = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
+            let current = hash.get(&args[2]).unwrap_or(b"0");
+            let text = hash_increment(current, &args[3])?;
+            hash.set(&args[2], text.as_bytes(), &limits);
+            Ok(Edit::changed(text))
+        })?;
+        ctx.w().bulk(text.expect("created when missing").as_bytes());
+        Ok(())
+    },
+    ..HINCRBY
+};

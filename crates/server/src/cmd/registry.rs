@@ -1,0 +1,237 @@
+//! The registry: every command keel serves, as the [`Spec`] its file
+//! declares, resolved into the [`Table`] dispatch looks commands up in.
+
+use std::collections::HashMap;
+
+use super::context::Spec;
+use super::{connection, generic, hash, list, pubsub, server, set, string, transactions, zset};
+
+/// The top-level commands keel serves.
+static COMMANDS: &[&Spec] = &[
+    &string::append::SPEC,
+    &connection::auth::SPEC,
+    &list::blpop::BLPOP,
+    &list::blpop::BRPOP,
+    &list::blpop::BLMOVE,
+    &zset::bzpop::BZPOPMIN,
+    &zset::bzpop::BZPOPMAX,
+    &connection::client::SPEC,
+    &server::command::SPEC,
+    &server::config::SPEC,
+    &server::dbsize::SPEC,
+    &server::debug::SPEC,
+    &generic::del::DEL,
+    &generic::del::UNLINK,
+    &connection::echo::SPEC,
+    &generic::exists::EXISTS,
+    &generic::expire::EXPIRE,
+    &generic::expire::PEXPIRE,
+    &generic::expire::EXPIREAT,
+    &generic::expire::PEXPIREAT,
+    &server::flush::FLUSHDB,
+    &server::flush::FLUSHALL,
+    &string::get::SPEC,
+    &string::getdel::SPEC,
+    &string::getex::SPEC,
+    &string::getrange::SPEC,
+    &string::getset::SPEC,
+    &connection::hello::SPEC,
+    &hash::hdel::SPEC,
+    &hash::hget::HGET,
+    &hash::hget::HMGET,
+    &hash::hget::HEXISTS,
+    &hash::hget::HSTRLEN,
+    &hash::hget::HLEN,
+    &hash::hgetall::HGETALL,
+    &hash::hgetall::HKEYS,
+    &hash::hgetall::HVALS,
+    &hash::hincrby::HINCRBY,
+    &hash::hincrby::HINCRBYFLOAT,
+    &hash::hrandfield::SPEC,
+    &hash::hset::HSET,
+    &hash::hset::HMSET,
+    &hash::hset::HSETNX,
+    &set::sscan::HSCAN,
+    &set::sadd::SADD,
+    &set::sadd::SREM,
+    &set::setops::SINTER,
+    &set::setops::SINTERCARD,
+    &set::setops::SINTERSTORE,
+    &set::setops::SUNION,
+    &set::setops::SUNIONSTORE,
+    &set::setops::SDIFF,
+    &set::setops::SDIFFSTORE,
+    &set::sismember::SISMEMBER,
+    &set::sismember::SMISMEMBER,
+    &set::sismember::SCARD,
+    &set::sismember::SMEMBERS,
+    &zset::zadd::ZADD,
+    &zset::zadd::ZINCRBY,
+    &zset::zadd::ZREM,
+    &zset::zscore::ZCARD,
+    &zset::zscore::ZSCORE,
+    &zset::zscore::ZMSCORE,
+    &zset::zscore::ZRANK,
+    &zset::zscore::ZREVRANK,
+    &zset::zrange::ZRANGE,
+    &zset::zrange::ZRANGESTORE,
+    &zset::zrange::ZREVRANGE,
+    &zset::zrange::ZRANGEBYSCORE,
+    &zset::zrange::ZREVRANGEBYSCORE,
+    &zset::zrange::ZRANGEBYLEX,
+    &zset::zrange::ZREVRANGEBYLEX,
+    &zset::zrange::ZCOUNT,
+    &zset::zrange::ZLEXCOUNT,
+    &zset::zpop::ZPOPMIN,
+    &zset::zpop::ZPOPMAX,
+    &zset::zpop::ZREMRANGEBYRANK,
+    &zset::zpop::ZREMRANGEBYSCORE,
+    &zset::zpop::ZREMRANGEBYLEX,
+    &set::sscan::ZSCAN,
+    &zset::zstore::ZUNION,
+    &zset::zstore::ZINTER,
+    &zset::zstore::ZDIFF,
+    &zset::zstore::ZINTERCARD,
+    &zset::zstore::ZUNIONSTORE,
+    &zset::zstore::ZINTERSTORE,
+    &zset::zstore::ZDIFFSTORE,
+    &zset::zrandmember::SPEC,
+    &set::smove::SPEC,
+    &set::spop::SPEC,
+    &set::srandmember::SPEC,
+    &set::sscan::SSCAN,
+    &string::incr::INCR,
+    &string::incr::DECR,
+    &string::incr::INCRBY,
+    &string::incr::DECRBY,
+    &string::incrbyfloat::SPEC,
+    &server::info::SPEC,
+    &generic::keys::SPEC,
+    &server::latency::SPEC,
+    &list::lpush::LPUSH,
+    &list::lpush::RPUSH,
+    &list::lpush::LPUSHX,
+    &list::lpush::RPUSHX,
+    &list::lpop::LPOP,
+    &list::lpop::RPOP,
+    &list::lrange::LLEN,
+    &list::lrange::LRANGE,
+    &list::lrange::LINDEX,
+    &list::lset::LSET,
+    &list::lset::LINSERT,
+    &list::lset::LREM,
+    &list::lset::LTRIM,
+    &list::lpos::SPEC,
+    &list::lmove::LMOVE,
+    &list::lmove::RPOPLPUSH,
+    &server::memory::SPEC,
+    &string::mget::SPEC,
+    &string::mset::MSET,
+    &string::mset::MSETNX,
+    &transactions::multi::MULTI,
+    &transactions::multi::EXEC,
+    &transactions::multi::DISCARD,
+    &transactions::multi::WATCH,
+    &transactions::multi::UNWATCH,
+    &generic::object::SPEC,
+    &generic::persist::SPEC,
+    &connection::ping::SPEC,
+    &pubsub::publish::PUBLISH,
+    &pubsub::publish::PUBSUB,
+    &pubsub::subscribe::SUBSCRIBE,
+    &pubsub::subscribe::UNSUBSCRIBE,
+    &pubsub::subscribe::PSUBSCRIBE,
+    &pubsub::subscribe::PUNSUBSCRIBE,
+    &connection::quit::SPEC,
+    &generic::randomkey::SPEC,
+    &generic::rename::RENAME,
+    &generic::copy::SPEC,
+    &generic::rename::RENAMENX,
+    &connection::reset::SPEC,
+    &generic::scan::SPEC,
+    &connection::select::SPEC,
+    &string::set::SET,
+    &string::set::SETNX,
+    &string::set::SETEX,
+    &string::set::PSETEX,
+    &string::setrange::SPEC,
+    &server::shutdown::SPEC,
+    &server::slowlog::SPEC,
+    &string::strlen::SPEC,
+    &server::time::SPEC,
+    &generic::exists::TOUCH,
+    &generic::ttl::TTL,
+    &generic::ttl::PTTL,
+    &generic::ttl::EXPIRETIME,
+    &generic::ttl::PEXPIRETIME,
+    &generic::type_::SPEC,
+];
+
+/// The resolved command table: every spec (subcommands included) with a
+/// stable id used for statistics.
+pub struct Table {
+    pub(super) specs: Vec<&'static Spec>,
+    /// By name, with a fast hash: looked up once per command.
+    by_name: HashMap<&'static str, usize, foldhash::fast::RandomState>,
+}
+
+impl Table {
+    /// Builds the table from [`COMMANDS`].
+    pub fn new() -> Table {
+        let mut specs = Vec::new();
+        for &spec in COMMANDS {
+            specs.push(spec);
+            specs.extend(spec.subcommands.iter().copied());
+        }
+        let by_name = specs.iter().enumerate().map(|(i, s)| (s.name, i)).collect();
+        Table { specs, by_name }
+    }
+
+    /// Every spec, by id.
+    pub fn specs(&self) -> &[&'static Spec] {
+        &self.specs
+    }
+
+    /// The top-level commands.
+    pub fn top_level(&self) -> impl Iterator<Item = &'static Spec> + '_ {
+        self.specs.iter().copied().filter(|s| !s.name.contains('|'))
+    }
+
+    /// The id of the command called `name` (any case; `a|b` for
+    /// subcommands).
+    pub fn id(&self, name: &[u8]) -> Option<usize> {
+        let mut lower = [0u8; 64];
+        let name = lower.get_mut(..name.len()).map(|buf| {
+            buf.copy_from_slice(name);
+            buf.make_ascii_lowercase();
+            &*buf
+        })?;
+        self.by_name.get(std::str::from_utf8(name).ok()?).copied()
+    }
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_unique_lowercase_and_subcommands_are_reachable() {
+        let table = Table::new();
+        let mut seen = std::collections::HashSet::new();
+        for spec in table.specs() {
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(seen.insert(spec.name), "{} twice", spec.name);
+            assert!(spec.arity != 0, "{} has no arity", spec.name);
+            assert!(!spec.summary.is_empty(), "{} has no summary", spec.name);
+        }
+        assert!(table.id(b"GeT").is_some());
+        assert!(table.id(b"config|get").is_some());
+        assert!(table.id(&[b'x'; 100]).is_none());
+    }
+}

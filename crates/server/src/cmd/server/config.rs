@@ -1,0 +1,190 @@
+//! CONFIG GET | SET | RESETSTAT | REWRITE — read and change the
+//! configuration at run time, with Redis 7's replies and errors.
+
+use bytes::Bytes;
+
+use crate::config::{directive, DIRECTIVES};
+use crate::server::Server;
+
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE, HELP};
+
+/// CONFIG (container).
+pub const SPEC: Spec = Spec {
+    name: "config",
+    arity: -2,
+    acl: &["@slow"],
+    group: "server",
+    summary: "A container for server configuration commands.",
+    since: "2.0.0",
+    complexity: "Depends on subcommand.",
+    subcommands: &[&GET, &SET, &RESETSTAT, &REWRITE, &CONFIG_HELP],
+    ..BASE
+};
+
+const SUB: Spec = Spec {
+    flags: &["admin", "noscript", "loading", "stale"],
+    acl: &["@admin", "@slow", "@dangerous"],
+    group: "server",
+    since: "2.0.0",
+    ..BASE
+};
+
+const GET: Spec = Spec {
+    name: "config|get",
+    arity: -3,
+    summary: "Returns the effective values of configuration parameters.",
+    complexity: "O(N) when N is the number of configuration parameters provided",
+    run: get,
+    ..SUB
+};
+
+const SET: Spec = Spec {
+    name: "config|set",
+    arity: -4,
+    summary: "Sets configuration parameters in-flight.",
+    complexity: "O(N) when N is the number of configuration parameters provided",
+    run: set,
+    ..SUB
+};
+
+const RESETSTAT: Spec = Spec {
+    name: "config|resetstat",
+    arity: 2,
+    summary: "Resets the server's statistics.",
+    run: |ctx, _| {
+        ctx.server.stats.reset();
+        crate::lazyfree::reset_stats();
+        ctx.w().ok();
+        Ok(())
+    },
+    ..SUB
+};
+
+const REWRITE: Spec = Spec {
+    name: "config|rewrite",
+    arity: 2,
+    summary: "Persists the effective configuration to file.",
+    since: "2.8.0",
+    run: rewrite,
+    ..SUB
+};
+
+const CONFIG_HELP: Spec = Spec {
+    name: "config|help",
+    since: "5.0.0",
+    ..HELP
+};
+
+fn get(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let config = ctx.server.config.read().clone();
+    let matched: Vec<_> = DIRECTIVES
+        .iter()
+        .filter(|d| {
+            args[2..]
+                .iter()
+                .any(|p| keel_store::glob_match(p, d.name.as_bytes(), true))
+        })
+        .collect();
+    let mut w = ctx.w();
+    w.map(matched.len());
+    for d in matched {
+        w.bulk(d.name.as_bytes());
+        w.bulk((d.get)(&config).as_bytes());
+    }
+    Ok(())
+}
+
+fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    if !args.len().is_multiple_of(2) {
+        return Err(errors::SYNTAX.into());
+    }
+    set_pairs(ctx.server, &args[2..])?;
+    ctx.w().ok();
+    Ok(())
+}
+
+/// Sets each `name value` pair, all or none. The configuration stays
+/// write-locked from the copy that is changed to the settings applied, so
+/// a concurrent CONFIG SET of another directive neither works on a copy
+/// without this change nor applies an older configuration after it.
+fn set_pairs(server: &Server, pairs: &[Bytes]) -> Result<(), Error> {
+    let mut config = server.config.write();
+    let mut next = config.clone();
+    let mut seen = Vec::new();
+    for pair in pairs.chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]);
+        let Some(d) = directive(&name) else {
+            return Err(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            )
+            .into());
+        };
+        let failed = |why: &str| {
+            Error::from(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
+        if seen.contains(&d.name) {
+            return Err(failed("duplicate parameter"));
+        }
+        seen.push(d.name);
+        if !d.mutable {
+            return Err(failed("can't set immutable config"));
+        }
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        // bind takes several addresses in one value, as in keel.conf.
+        let words: Vec<String> = match d.name {
+            "bind" => value.split_whitespace().map(String::from).collect(),
+            _ => vec![value],
+        };
+        (d.set)(&mut next, &words).map_err(|e| failed(&e))?;
+    }
+    *config = next;
+    server.apply(&config);
+    Ok(())
+}
+
+fn rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
+    let config = ctx.server.config.read().clone();
+    let Some(path) = config.config_file.clone() else {
+        return Err("ERR The server is running without a config file".into());
+    };
+    config
+        .rewrite(&path)
+        .map_err(|e| Error::from(format!("ERR Rewriting config file: {e}")))?;
+    ctx.w().ok();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two CONFIG SETs of different directives at once both stick, in the
+    /// configuration and in the settings applied from it.
+    #[test]
+    fn concurrent_sets_of_different_directives_both_stick() {
+        let server = Server::new(crate::config::Config::default(), 0);
+        let pairs = |name: &str, value: String| [Bytes::from(name.to_owned()), Bytes::from(value)];
+        for round in 0..200u64 {
+            std::thread::scope(|scope| {
+                let server = &server;
+                scope.spawn(move || set_pairs(server, &pairs("timeout", round.to_string())));
+                scope.spawn(move || {
+                    set_pairs(server, &pairs("slowlog-max-len", (round + 1).to_string()))
+                });
+            });
+            let config = server.config.read();
+            assert_eq!(
+                (config.timeout, config.slowlog_max_len),
+                (round, round + 1),
+                "round {round}"
+            );
+            let applied = server
+                .hot
+                .timeout_secs
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(applied, round, "round {round}: applied");
+        }
+    }
+}

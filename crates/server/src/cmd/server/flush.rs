@@ -1,0 +1,56 @@
+//! FLUSHDB and FLUSHALL [ASYNC|SYNC] — remove every key of one or all
+//! databases. Each database is emptied under all its shard locks at once,
+//! so no concurrent command sees it half flushed. ASYNC frees the old
+//! contents on the lazyfree thread, SYNC in place once the shards are
+//! released; without either, `lazyfree-lazy-user-flush` decides.
+
+use bytes::Bytes;
+
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
+
+/// FLUSHDB.
+pub const FLUSHDB: Spec = Spec {
+    name: "flushdb",
+    arity: -1,
+    flags: &["write"],
+    acl: &["@keyspace", "@write", "@slow", "@dangerous"],
+    group: "server",
+    summary: "Remove all keys from the current database.",
+    complexity: "O(N) where N is the number of keys in the selected database",
+    run: |ctx, args| flush(ctx, args, false),
+    ..BASE
+};
+
+/// FLUSHALL.
+pub const FLUSHALL: Spec = Spec {
+    name: "flushall",
+    arity: -1,
+    flags: &["write"],
+    acl: &["@keyspace", "@write", "@slow", "@dangerous"],
+    group: "server",
+    summary: "Removes all keys from all databases.",
+    complexity: "O(N) where N is the total number of keys in all databases",
+    run: |ctx, args| flush(ctx, args, true),
+    ..BASE
+};
+
+fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
+    let background = match args {
+        [_] => None,
+        [_, mode] if is(mode, "async") => Some(true),
+        [_, mode] if is(mode, "sync") => Some(false),
+        _ => return Err(errors::SYNTAX.into()),
+    };
+    let store = &ctx.server.store;
+    let dbs = if all {
+        0..store.databases()
+    } else {
+        ctx.client.db..ctx.client.db + 1
+    };
+    for index in dbs {
+        let old = store.db(index, ctx.now_ms).flush();
+        crate::lazyfree::free_flushed(old, background);
+    }
+    ctx.w().ok();
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! INFO [section ...] — the server's state as `field:value` lines grouped
+//! in `# Section`s, with Redis's field names wherever the field applies, so
+//! dashboards and exporters written for Redis read keel unchanged. Fields
+//! that are keel's own start with `keel_`.
+
+use std::fmt::Write;
+
+use bytes::Bytes;
+
+use crate::config::format_percentile;
+use crate::server::Server;
+use crate::stats::{every_series, Series};
+
+use crate::cmd::context::REDIS_COMPAT_VERSION;
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
+
+/// INFO.
+pub const SPEC: Spec = Spec {
+    name: "info",
+    arity: -1,
+    flags: &["loading", "stale"],
+    acl: &["@slow", "@dangerous"],
+    group: "server",
+    summary: "Returns information and statistics about the server.",
+    run,
+    ..BASE
+};
+
+/// Sections in the order INFO prints them, and whether a plain INFO
+/// includes them.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let asked: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let text = render(ctx.server, &asked, ctx.now_ms);
+    ctx.w().verbatim(b"txt", text.as_bytes());
+    Ok(())
+}
+
+/// The INFO text for the `asked` sections (lowercase; empty means the
+/// default set; "all" and "everything" mean every section).
+pub fn render(server: &Server, asked: &[String], now_ms: u64) -> String {
+    let wanted = |name: &str, default: bool| {
+        if asked.is_empty() {
+            return default;
+        }
+        asked.iter().any(|a| match a.as_str() {
+            "all" | "everything" => true,
+            "default" => default,
+            other => other == name,
+        })
+    };
+    let mut out = String::new();
+    for &(name, default) in SECTIONS {
+        if !wanted(name, default) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let title = format!("{}{}", name[..1].to_ascii_uppercase(), &name[1..]);
+        let _ = write!(out, "# {title}\r\n");
+        let fields = section(server, name, now_ms);
+        for (k, v) in fields {
+            let _ = write!(out, "{k}:{v}\r\n");
+        }
+    }
+    out
+}
+
+/// `1.50M`-style sizes, as Redis's `bytesToHuman`.
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    const UNITS: [(&str, f64); 5] = [
+        ("P", 1024f64 * 1024.0 * 1024.0 * 1024.0 * 1024.0),
+        ("T", 1024f64 * 1024.0 * 1024.0 * 1024.0),
+        ("G", 1024f64 * 1024.0 * 1024.0),
+        ("M", 1024f64 * 1024.0),
+        ("K", 1024f64),
+    ];
+    for (unit, size) in UNITS {
+        if b >= size {
+            return format!("{:.2}{unit}", b / size);
+        }
+    }
+    format!("{bytes}B")
+}
+
+fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
+    let mut f: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| f.push((k.to_string(), v));
+    let stats = &server.stats;
+    let config = server.config.read().clone();
+    match name {
+        "server" => {
+            let uptime = now_ms.saturating_sub(server.started_ms) / 1000;
+            put("redis_version", REDIS_COMPAT_VERSION.into());
+            put("keel_version", env!("CARGO_PKG_VERSION").into());
+            put("redis_git_sha1", "00000000".into());
+            put("redis_git_dirty", "0".into());
+            put("redis_build_id", "0".into());
+            put("redis_mode", "standalone".into());
+            put(
+                "os",
+                format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            );
+            put("arch_bits", (usize::BITS).to_string());
+            put("multiplexing_api", "epoll".into());
+            put("process_id", std::process::id().to_string());
+            put("process_supervised", "no".into());
+            put("run_id", server.run_id.clone());
+            put("tcp_port", server.port.to_string());
+            put("server_time_usec", (now_ms * 1000).to_string());
+            put("uptime_in_seconds", uptime.to_string());
+            put("uptime_in_days", (uptime / 86_400).to_string());
+            put("hz", "10".into());
+            put("configured_hz", "10".into());
+            put(
+                "lru_clock",
+                (server.store.clock().micros / 1_000_000).to_string(),
+            );
+            put(
+                "executable",
+                std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
+            put(
+                "config_file",
+                config.config_file.clone().unwrap_or_default(),
+            );
+            put("io_threads_active", "0".into());
+            put("keel_threads", config.threads.to_string());
+        }
+        "clients" => {
+            put("connected_clients", server.clients.count().to_string());
+            put("cluster_connections", "0".into());
+            put("maxclients", config.maxclients.to_string());
+            put("blocked_clients", server.blocking.blocked().to_string());
+            put("tracking_clients", "0".into());
+            put("clients_in_timeout_table", "0".into());
+        }
+        "memory" => {
+            let m = crate::memory::sample();
+            let dataset = server.store.dataset_bytes() as u64;
+            let clients = server.client_budget.used() as u64;
+            let maxmemory = config.maxmemory;
+            put("used_memory", m.allocated.to_string());
+            put("used_memory_human", human(m.allocated));
+            put("used_memory_rss", m.resident.to_string());
+            put("used_memory_rss_human", human(m.resident));
+            put("used_memory_peak", m.peak.to_string());
+            put("used_memory_peak_human", human(m.peak));
+            put(
+                "used_memory_peak_perc",
+                format!("{:.2}%", 100.0 * m.allocated as f64 / m.peak.max(1) as f64),
+            );
+            put(
+                "used_memory_overhead",
+                m.allocated.saturating_sub(dataset).to_string(),
+            );
+            put("used_memory_startup", m.startup.to_string());
+            put("used_memory_dataset", dataset.to_string());
+            put(
+                "used_memory_dataset_perc",
+                format!("{:.2}%", 100.0 * dataset as f64 / m.allocated.max(1) as f64),
+            );
+            put("allocator_allocated", m.allocated.to_string());
+            put("allocator_active", m.active.to_string());
+            put("allocator_resident", m.resident.to_string());
+            put("total_system_memory", m.system.to_string());
+            put("total_system_memory_human", human(m.system));
+            put("maxmemory", maxmemory.to_string());
+            put("maxmemory_human", human(maxmemory));
+            put("maxmemory_policy", config.maxmemory_policy.name().into());
+            put(
+                "mem_fragmentation_ratio",
+                format!("{:.2}", m.resident as f64 / m.allocated.max(1) as f64),
+            );
+            put(
+                "mem_fragmentation_bytes",
+                (m.resident as i64 - m.allocated as i64).to_string(),
+            );
+            put("mem_clients_slaves", "0".into());
+            put("mem_clients_normal", clients.to_string());
+            put(
+                "maxmemory_clients",
+                server.client_budget.limit().to_string(),
+            );
+            put("mem_allocator", "jemalloc-5.3.0".into());
+            let lazyfree = crate::lazyfree::pending();
+            put("lazyfree_pending_objects", lazyfree.objects.to_string());
+            put("lazyfree_pending_bytes", lazyfree.bytes.to_string());
+            put("lazyfreed_objects", lazyfree.freed.to_string());
+        }
+        "persistence" => {
+            put("loading", "0".into());
+            put("async_loading", "0".into());
+            put("rdb_changes_since_last_save", "0".into());
+            put("rdb_bgsave_in_progress", "0".into());
+            put("rdb_last_save_time", (server.started_ms / 1000).to_string());
+            put("rdb_last_bgsave_status", "ok".into());
+            put("aof_enabled", "0".into());
+            put("aof_rewrite_in_progress", "0".into());
+            put("aof_last_write_status", "ok".into());
+        }
+        "stats" => {
+            let t = stats.totals();
+            put(
+                "total_connections_received",
+                t.connections_received.to_string(),
+            );
+            put("total_commands_processed", t.commands.to_string());
+            put(
+                "instantaneous_ops_per_sec",
+                stats.instantaneous_ops().to_string(),
+            );
+            put("total_net_input_bytes", t.net_input_bytes.to_string());
+            put("total_net_output_bytes", t.net_output_bytes.to_string());
+            put("rejected_connections", t.rejected_connections.to_string());
+            put("expired_keys", server.store.expired_keys().to_string());
+            let dataset = server.store.dataset_bytes().max(1) as f64;
+            let stale = server.store.stale_bytes() as f64;
+            put(
+                "expired_stale_perc",
+                format!("{:.2}", 100.0 * stale / dataset),
+            );
+            put("expired_time_cap_reached_count", "0".into());
+            put(
+                "expire_cycle_cpu_milliseconds",
+                (t.expire_cycle_usec / 1000).to_string(),
+            );
+            put(
+                "expire_lag_ms_max",
+                server.store.expire_lag_ms_max(now_ms).to_string(),
+            );
+            put("evicted_keys", server.store.evicted_keys().to_string());
+            put("evicted_clients", "0".into());
+            put("eviction_cpu_usec", t.eviction_usec.to_string());
+            put(
+                "backpressure_paused_clients",
+                server.client_budget.paused().to_string(),
+            );
+            put(
+                "backpressure_events",
+                server.client_budget.pause_events().to_string(),
+            );
+            put("heavy_lane_waits", t.heavy_lane_waits.to_string());
+            put(
+                "client_output_buffer_limit_disconnections",
+                t.output_limit_disconnections.to_string(),
+            );
+            put("keyspace_hits", t.keyspace_hits.to_string());
+            put("keyspace_misses", t.keyspace_misses.to_string());
+            put(
+                "pubsub_channels",
+                server.pubsub.active_channels(None).len().to_string(),
+            );
+            put("pubsub_patterns", server.pubsub.pattern_count().to_string());
+            put("latest_fork_usec", "0".into());
+            put("total_error_replies", t.error_replies.to_string());
+        }
+        "replication" => {
+            put("role", "master".into());
+            put("connected_slaves", "0".into());
+            put("master_replid", server.run_id.clone());
+            put("master_repl_offset", "0".into());
+        }
+        "cpu" => {
+            let (user, sys) = crate::memory::cpu_seconds();
+            put("used_cpu_sys", format!("{sys:.6}"));
+            put("used_cpu_user", format!("{user:.6}"));
+        }
+        "cluster" => put("cluster_enabled", "0".into()),
+        "keyspace" => {
+            for index in 0..server.store.databases() {
+                let s = server.store.db(index, now_ms).stats();
+                if s.keys > 0 {
+                    put(
+                        &format!("db{index}"),
+                        format!(
+                            "keys={},expires={},avg_ttl={}",
+                            s.keys, s.expires, s.avg_ttl_ms
+                        ),
+                    );
+                }
+            }
+        }
+        "commandstats" => {
+            for (spec, c) in server.commands.specs().iter().zip(stats.commands()) {
+                let (calls, usec) = (c.calls, c.usec);
+                let (rejected, failed) = (c.rejected_calls, c.failed_calls);
+                if calls + rejected + failed == 0 {
+                    continue;
+                }
+                put(
+                    &format!("cmdstat_{}", spec.name),
+                    format!(
+                        "calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={rejected},failed_calls={failed}",
+                        usec as f64 / calls.max(1) as f64
+                    ),
+                );
+            }
+        }
+        "latencystats" => {
+            let percentiles = &config.latency_tracking_info_percentiles;
+            // Commands' lines only while tracking is on, as in Redis;
+            // background work is always tracked.
+            let shown = every_series(&server.commands).filter(|(_, series)| {
+                stats.latency_tracking() || matches!(series, Series::Work(_))
+            });
+            for (name, series) in shown {
+                let snapshot = stats.latency(series);
+                if snapshot.count() == 0 {
+                    continue;
+                }
+                let values: Vec<String> = percentiles
+                    .iter()
+                    .map(|&p| {
+                        let usec = snapshot.percentile(p) as f64;
+                        format!("p{}={usec:.3}", format_percentile(p))
+                    })
+                    .collect();
+                put(
+                    &format!("latency_percentiles_usec_{name}"),
+                    values.join(","),
+                );
+            }
+        }
+        _ => {}
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human(512), "512B");
+        assert_eq!(human(1536), "1.50K");
+        assert_eq!(human(1 << 30), "1.00G");
+    }
+}

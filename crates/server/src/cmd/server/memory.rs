@@ -1,0 +1,185 @@
+//! MEMORY USAGE key [SAMPLES count] — bytes a key accounts for: its key and
+//! value, its slot in the shard and its share of the index. keel counts
+//! every value exactly, so SAMPLES is accepted and has nothing to sample.
+//!
+//! MEMORY STATS — where the process's memory goes, with Redis 7's field
+//! names, and keel's own breakdown of the dataset (keys and values, the
+//! tables holding them, the expiry index) and of the client budget.
+
+use bytes::Bytes;
+use keel_store::Shard;
+
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
+
+/// MEMORY (container).
+pub const SPEC: Spec = Spec {
+    name: "memory",
+    arity: -2,
+    acl: &["@slow"],
+    summary: "A container for memory diagnostics commands.",
+    since: "4.0.0",
+    complexity: "Depends on subcommand.",
+    subcommands: &[&USAGE, &STATS, &MEMORY_HELP],
+    ..BASE
+};
+
+const USAGE: Spec = Spec {
+    name: "memory|usage",
+    arity: -3,
+    flags: &["readonly"],
+    keys: (2, 2, 1),
+    acl: &["@read", "@slow"],
+    summary: "Estimates the memory usage of a key.",
+    since: "4.0.0",
+    complexity: "O(N) where N is the number of samples.",
+    run: usage,
+    ..BASE
+};
+
+const STATS: Spec = Spec {
+    name: "memory|stats",
+    arity: 2,
+    acl: &["@slow"],
+    summary: "Returns details about memory usage.",
+    since: "4.0.0",
+    run: stats,
+    ..BASE
+};
+
+const MEMORY_HELP: Spec = Spec {
+    name: "memory|help",
+    since: "4.0.0",
+    ..HELP
+};
+
+fn usage(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    match &args[3..] {
+        [] => {}
+        [opt, n] if is(opt, "samples") => {
+            parse_i64(n)?;
+        }
+        _ => return Err(errors::SYNTAX.into()),
+    }
+    let db = ctx.db();
+    let shard = db.read(&args[2]);
+    match shard.peek(&args[2]) {
+        Some(entry) => ctx.w().integer(Shard::entry_bytes(entry) as i64),
+        None => ctx.w().null(),
+    }
+    Ok(())
+}
+
+/// One MEMORY STATS value: a byte count, a ratio or percentage (a double
+/// in Redis's reply), or a database's own breakdown.
+enum Stat {
+    Bytes(u64),
+    Ratio(f64),
+    Db(Vec<(&'static str, u64)>),
+}
+
+fn stats(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
+    let server = ctx.server;
+    let m = crate::memory::sample();
+    let dataset = server.store.dataset_bytes() as u64;
+    let clients = server.client_budget.used() as u64;
+    let mut keys = 0u64;
+    let mut fields: Vec<(String, Stat)> = vec![
+        ("peak.allocated".into(), Stat::Bytes(m.peak)),
+        ("total.allocated".into(), Stat::Bytes(m.allocated)),
+        ("startup.allocated".into(), Stat::Bytes(m.startup)),
+        ("replication.backlog".into(), Stat::Bytes(0)),
+        ("clients.slaves".into(), Stat::Bytes(0)),
+        ("clients.normal".into(), Stat::Bytes(clients)),
+        ("cluster.links".into(), Stat::Bytes(0)),
+        ("aof.buffer".into(), Stat::Bytes(0)),
+        ("lua.caches".into(), Stat::Bytes(0)),
+        ("functions.caches".into(), Stat::Bytes(0)),
+    ];
+    let (mut data, mut tables, mut expiry_index) = (0u64, 0u64, 0u64);
+    for index in 0..server.store.databases() {
+        let db = server.store.db(index, ctx.now_ms);
+        let count = db.stats().keys as u64;
+        if count == 0 {
+            continue;
+        }
+        keys += count;
+        let mem = db.memory();
+        data += mem.data as u64;
+        tables += mem.tables as u64;
+        expiry_index += mem.expiry_index as u64;
+        fields.push((
+            format!("db.{index}"),
+            Stat::Db(vec![
+                ("overhead.hashtable.main", mem.tables as u64),
+                ("overhead.hashtable.expires", mem.expiry_index as u64),
+                ("keel.data", mem.data as u64),
+            ]),
+        ));
+    }
+    let overhead = m.allocated.saturating_sub(dataset);
+    let percent = |part: u64, whole: u64| 100.0 * part as f64 / whole.max(1) as f64;
+    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+    fields.extend([
+        ("overhead.total".into(), Stat::Bytes(overhead)),
+        ("keys.count".into(), Stat::Bytes(keys)),
+        (
+            "keys.bytes-per-key".into(),
+            Stat::Bytes(m.allocated.saturating_sub(m.startup) / keys.max(1)),
+        ),
+        ("dataset.bytes".into(), Stat::Bytes(dataset)),
+        (
+            "dataset.percentage".into(),
+            Stat::Ratio(percent(dataset, m.allocated)),
+        ),
+        (
+            "peak.percentage".into(),
+            Stat::Ratio(percent(m.allocated, m.peak)),
+        ),
+        ("allocator.allocated".into(), Stat::Bytes(m.allocated)),
+        ("allocator.active".into(), Stat::Bytes(m.active)),
+        ("allocator.resident".into(), Stat::Bytes(m.resident)),
+        (
+            "allocator-fragmentation.ratio".into(),
+            Stat::Ratio(ratio(m.active, m.allocated)),
+        ),
+        (
+            "allocator-fragmentation.bytes".into(),
+            Stat::Bytes(m.active.saturating_sub(m.allocated)),
+        ),
+        (
+            "fragmentation".into(),
+            Stat::Ratio(ratio(m.resident, m.allocated)),
+        ),
+        (
+            "fragmentation.bytes".into(),
+            Stat::Bytes(m.resident.saturating_sub(m.allocated)),
+        ),
+        ("keel.dataset.data".into(), Stat::Bytes(data)),
+        ("keel.dataset.tables".into(), Stat::Bytes(tables)),
+        (
+            "keel.dataset.expiry-index".into(),
+            Stat::Bytes(expiry_index),
+        ),
+        (
+            "keel.clients.budget".into(),
+            Stat::Bytes(server.client_budget.limit() as u64),
+        ),
+    ]);
+    let mut w = ctx.w();
+    w.map(fields.len());
+    for (name, value) in fields {
+        w.bulk(name.as_bytes());
+        match value {
+            Stat::Bytes(n) => w.integer(n as i64),
+            Stat::Ratio(r) => w.double(r),
+            Stat::Db(parts) => {
+                w.map(parts.len());
+                for (k, v) in parts {
+                    w.bulk(k.as_bytes());
+                    w.integer(v as i64);
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! Server commands: Redis's `server.c`, `config.c`, `debug.c`, `latency.c`, `slowlog.c` and `object.c` (MEMORY).
+
+pub mod command;
+pub mod config;
+pub mod dbsize;
+pub mod debug;
+pub mod flush;
+pub mod info;
+pub mod latency;
+pub mod memory;
+pub mod shutdown;
+pub mod slowlog;
+pub mod time;

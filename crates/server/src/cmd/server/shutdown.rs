@@ -1,0 +1,44 @@
+//! SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] — stop the server: stop
+//! accepting, let connections finish what they have read, exit 0. keel
+//! keeps no data on disk, so the save options change nothing; ABORT has no
+//! pending shutdown to cancel.
+
+use bytes::Bytes;
+
+use crate::client::AfterReply;
+
+use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
+
+/// SHUTDOWN.
+pub const SPEC: Spec = Spec {
+    name: "shutdown",
+    arity: -1,
+    flags: &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
+    acl: &["@admin", "@slow", "@dangerous"],
+    group: "server",
+    summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+    complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let mut abort = false;
+    for opt in &args[1..] {
+        if is(opt, "abort") {
+            abort = true;
+        } else if !["nosave", "save", "now", "force"]
+            .iter()
+            .any(|o| is(opt, o))
+        {
+            return Err(errors::SYNTAX.into());
+        }
+    }
+    if abort {
+        return Err("ERR No shutdown in progress.".into());
+    }
+    ctx.server.begin_shutdown();
+    // Like Redis, a successful SHUTDOWN sends no reply: the connection closes.
+    ctx.client.after_reply = Some(AfterReply::Close);
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! INCR, DECR, INCRBY, DECRBY: add to the integer stored at a key (0 when
+//! missing), keeping its TTL, with Redis's overflow errors.
+
+use keel_store::{Lookup, Str, Value};
+
+use crate::cmd::context::edit::{edit, Edit};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
+
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    run: crate::cmd::context::Handler,
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags: &["write", "denyoom", "fast"],
+        keys: (1, 1, 1),
+        acl: &["@write", "@string", "@fast"],
+        group: "string",
+        summary,
+        run,
+        ..BASE
+    }
+}
+
+/// INCR.
+pub const INCR: Spec = spec(
+    "incr",
+    2,
+    "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+    |ctx, args| add(ctx, &args[1], 1),
+);
+/// DECR.
+pub const DECR: Spec = spec(
+    "decr",
+    2,
+    "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+    |ctx, args| add(ctx, &args[1], -1),
+);
+/// INCRBY.
+pub const INCRBY: Spec = spec(
+    "incrby",
+    3,
+    "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+    |ctx, args| add(ctx, &args[1], parse_i64(&args[2])?),
+);
+/// DECRBY.
+pub const DECRBY: Spec = spec(
+    "decrby",
+    3,
+    "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
+    |ctx, args| {
+        let by = parse_i64(&args[2])?;
+        let negated = by.checked_neg().ok_or(Error::from("ERR decrement would overflow"))?;
+        add(ctx, &args[1], negated)
+    },
+);
+
+fn add(ctx: &mut Ctx, key: &[u8], by: i64) -> Result<(), Error> {
+    let db = ctx.db();
+    let mut shard = db.write(key);
+    let result = match shard.entry(key) {
+        Lookup::Found(mut entry) => edit(&mut entry, Value::as_str_mut, |s| {
+            let current = s.as_i64().ok_or(Error::from(errors::NOT_INTEGER))?;
+            let next = current
+                .checked_add(by)
+                .ok_or(Error::from(errors::OVERFLOW))?;
+            *s = Str::Int(next);
+            Ok(Edit::changed(next))
+        })?,
+        Lookup::Missing(vacant) => {
+            vacant.insert(Value::Str(Str::Int(by)), None);
+            by
+        }
+    };
+    ctx.w().integer(result);
+    Ok(())
+}

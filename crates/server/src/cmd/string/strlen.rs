@@ -1,0 +1,31 @@
+//! STRLEN key — length of the string at key, 0 if missing.
+
+use bytes::Bytes;
+
+use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
+
+/// STRLEN.
+pub const SPEC: Spec = Spec {
+    name: "strlen",
+    arity: 2,
+    flags: &["readonly", "fast"],
+    keys: (1, 1, 1),
+    acl: &["@read", "@string", "@fast"],
+    group: "string",
+    summary: "Returns the length of a string value.",
+    since: "2.2.0",
+    run,
+    ..BASE
+};
+
+fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let db = ctx.db();
+    let shard = db.read(&args[1]);
+    let len = match shard.get(&args[1]).map(|e| e.value().as_str()) {
+        None => 0,
+        Some(Some(s)) => s.len(),
+        Some(None) => return Err(errors::WRONGTYPE.into()),
+    };
+    ctx.w().integer(len as i64);
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! Transactions: Redis's `multi.c`.
+
+pub mod multi;
