@@ -649,6 +649,9 @@ class Session:
             if _name(argv) == "quit":
                 self.conn.close()
                 self.conn = RespConn(self.port, timeout=REPLY_TIMEOUT)
+            if [a.lower() for a in argv[:2] if isinstance(a, str)] == ["config", "resetstat"]:
+                # The count of reply-limit closes starts again from 0.
+                self.reply_limit_closes = self._reply_limit_closes()
             return reply
         except TimeoutError:
             self._check_alive()
