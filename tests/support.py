@@ -136,6 +136,23 @@ def pipeline_big_sets(port, prefix, count, value) -> bytes:
         return replies
 
 
+def pipeline_big_sets_concurrently(port, connections, count, value, timeout) -> dict:
+    """`pipeline_big_sets` on `connections` connections at once, keys prefixed
+    by the connection's number; returns each one's replies by number (none
+    for a connection still waiting after `timeout` seconds)."""
+    replies = {}
+
+    def send(n):
+        replies[n] = pipeline_big_sets(port, f"c{n}", count, value)
+
+    senders = [threading.Thread(target=send, args=(n,)) for n in range(connections)]
+    for s in senders:
+        s.start()
+    for s in senders:
+        s.join(timeout=timeout)
+    return replies
+
+
 class RespConn:
     """A minimal, exact RESP2/RESP3 client on a plain socket."""
 

@@ -7,11 +7,10 @@ drops a client for it. Hence these tests are keel's alone.
 """
 
 import socket
-import threading
 
 import pytest
 
-from support import encode_command, info, pipeline_big_sets
+from support import encode_command, info, pipeline_big_sets, pipeline_big_sets_concurrently
 
 KEEL_BACKPRESSURE = pytest.mark.keel_differs(
     reason="Redis 7 disconnects clients over maxmemory-clients; keel pauses reading from them")
@@ -24,17 +23,8 @@ VALUE = b"v" * 400_000
 @KEEL_BACKPRESSURE
 def test_backpressure_pauses_then_serves_every_request_in_order(start_server):
     srv = start_server({"maxmemory": "2gb", "maxmemory-clients": "1mb"})
-    results = {}
-
-    def send(n):
-        results[n] = pipeline_big_sets(srv.port, f"c{n}", REQUESTS, VALUE)
-
-    workers = [threading.Thread(target=send, args=(n,)) for n in range(CONNECTIONS)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join(timeout=120)
-    assert all(results[n] == b"+OK\r\n" * REQUESTS for n in range(CONNECTIONS))
+    results = pipeline_big_sets_concurrently(srv.port, CONNECTIONS, REQUESTS, VALUE, timeout=120)
+    assert all(results.get(n) == b"+OK\r\n" * REQUESTS for n in range(CONNECTIONS))
     with srv.conn() as conn:
         assert conn.call("DBSIZE") == CONNECTIONS * REQUESTS
         stats = info(conn, "stats")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support import OK, PONG, Err, RespConn, encode_command, info, pipeline_big_sets
+from support import OK, PONG, Err, RespConn, encode_command, info, pipeline_big_sets_concurrently
 
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
@@ -221,16 +221,8 @@ def test_idle_connections_never_stall_writers(start_server):
         with srv.conn() as conn:
             # Every idle connection is registered before the writers start.
             assert int(info(conn, "clients")["connected_clients"]) == IDLE_CONNECTIONS + 1
-        replies = {}
-
-        def write(n):
-            replies[n] = pipeline_big_sets(srv.port, f"w{n}", SETS_PER_WRITER, BIG_VALUE)
-
-        writers = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
-        for w in writers:
-            w.start()
-        for w in writers:
-            w.join(timeout=50)
+        replies = pipeline_big_sets_concurrently(srv.port, WRITERS, SETS_PER_WRITER, BIG_VALUE,
+                                                 timeout=50)
         assert all(replies.get(n) == b"+OK\r\n" * SETS_PER_WRITER for n in range(WRITERS))
         with srv.conn() as conn:
             assert conn.call("DBSIZE") == WRITERS * SETS_PER_WRITER
