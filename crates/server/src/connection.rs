@@ -447,6 +447,12 @@ impl<'a> Connection<'a> {
             let wanted = missing.max(READ_CHUNK / 4);
             let growth = wanted.max(read_buf.len()).max(READ_CHUNK);
             let may_take_token = self.client.tx.queued.is_none();
+            // A new connection's first read, at the acceptor, never waits for
+            // the budget: its client (a health check, an application
+            // reconnecting) gets its first reply at once even when the
+            // budget is full. That is one read chunk per connection past
+            // the budget at most, the overshoot the budget already allows.
+            let first_read = matches!(self.place, Place::Acceptor);
             // Subscribers wait for messages, not requests: Redis exempts them
             // from the idle timeout.
             let timeout = match self.client.subscriptions.count() {
@@ -479,9 +485,12 @@ impl<'a> Connection<'a> {
                         // (its MULTI queue, say, may have put it there).
                         let reclaimed = progress.reclaim_read_room(growth);
                         let more = if reclaimed { 0 } else { growth };
-                        let pause = tokio::select! {
-                            pause = budget.admit(id, more, may_take_token) => pause,
-                            closed = peer_closed(socket) => return closed.map(|()| Some(0)),
+                        let pause = match first_read {
+                            true => None,
+                            false => tokio::select! {
+                                pause = budget.admit(id, more, may_take_token) => pause,
+                                closed = peer_closed(socket) => return closed.map(|()| Some(0)),
+                            },
                         };
                         if let Some(pause) = pause {
                             stats.record_work(Work::BackpressurePause, pause);
