@@ -263,6 +263,14 @@ pub fn render(runs: &[RunOutput], title: &str, description: &str) -> String {
             dashed,
             values: col(&r.rows, |x| mb(srv(x, "mem_clients_normal"))),
         });
+        // What the operating system sees: the figure a memory bound is
+        // about (`maxmemory` + `maxmemory-clients` + fixed overhead).
+        s.push(Series {
+            name: name(r, "RSS (used_memory_rss)"),
+            color: c[0],
+            dashed: true,
+            values: col(&r.rows, |x| mb(srv(x, "used_memory_rss"))),
+        });
     }
     charts.push_str(&chart("Memory vs maxmemory", "MB", &s, xmax, false));
 

@@ -154,6 +154,10 @@ fn five_second_scenario_writes_consistent_csv_and_html() {
     let page = std::fs::read_to_string(&html).expect("HTML written");
     assert!(page.contains("<svg") && page.contains("Memory vs maxmemory"));
     assert!(
+        page.contains("RSS (used_memory_rss)"),
+        "the memory chart shows RSS"
+    );
+    assert!(
         page.contains(&total.to_string()),
         "report shows the same total"
     );
