@@ -105,7 +105,7 @@ REPLY_TIMEOUT = 10.0
 RSS_SETTLE_SECONDS = 5.0
 # What README states as the allocator's slack beyond the idle RSS: freed
 # memory held in partly used pages, statistics and histograms allocated on a
-# command's first use. Passing runs of 100,000 commands went up to 8.1 MB past
+# command's first use. Runs of 100,000 commands went up to 8.3 MB past
 # the budgets and the idle RSS (bench/results/2026-11-25-command-fuzzer.md).
 ALLOCATOR_SLACK = 16 << 20
 # What `Session.run` returns when keel's reply limit closed the fuzzing connection.
