@@ -117,12 +117,15 @@ def encode_command(*args) -> bytes:
     return b"".join(parts)
 
 
-def pipeline_big_sets(port, prefix, count, value) -> bytes:
+def pipeline_big_sets(port, prefix, count, value, start=None) -> bytes:
     """Pipelines `count` SETs of `value` to keys `prefix:0`, `prefix:1`, ...
     on a new connection, sending from one thread while reading every reply
     on another (a server applying backpressure stops reading until replies
-    are consumed); returns the replies."""
+    are consumed); returns the replies. With `start` (a threading.Barrier),
+    sends only once every connection sharing it is open."""
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        if start is not None:
+            start.wait()
         payload = b"".join(encode_command("SET", f"{prefix}:{i}", value) for i in range(count))
         sender = threading.Thread(target=s.sendall, args=(payload,))
         sender.start()
@@ -137,13 +140,15 @@ def pipeline_big_sets(port, prefix, count, value) -> bytes:
 
 
 def pipeline_big_sets_concurrently(port, connections, count, value, timeout) -> dict:
-    """`pipeline_big_sets` on `connections` connections at once, keys prefixed
-    by the connection's number; returns each one's replies by number (none
-    for a connection still waiting after `timeout` seconds)."""
+    """`pipeline_big_sets` on `connections` connections at once (all connect
+    before any sends), keys prefixed by the connection's number; returns each
+    one's replies by number (none for a connection still waiting after
+    `timeout` seconds)."""
     replies = {}
+    start = threading.Barrier(connections)
 
     def send(n):
-        replies[n] = pipeline_big_sets(port, f"c{n}", count, value)
+        replies[n] = pipeline_big_sets(port, f"c{n}", count, value, start)
 
     senders = [threading.Thread(target=send, args=(n,)) for n in range(connections)]
     for s in senders:
