@@ -173,6 +173,7 @@ def test_bitcount_errors(c):
     assert c.call("BITCOUNT", "k", 0) == SYNTAX
     assert c.call("BITCOUNT", "k", 0, 1, "BIT", "x") == SYNTAX
     assert c.call("BITCOUNT", "k", 0, 1, "BITS") == SYNTAX
+    assert c.call("BITCOUNT", "k", -1, -2, "BITS") == 0, "crossed negatives: 0 before the unit"
     assert c.call("BITCOUNT", "k", "a", 1) == NOT_INTEGER
     assert c.call("BITCOUNT", "k", 0, "b", "nosuch") == NOT_INTEGER
     assert c.call("BITCOUNT") == Err(ARITY.format("bitcount"))

@@ -33,14 +33,13 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             [] => Range::whole(s.len()),
             [start, end, rest @ ..] if rest.len() <= 1 => {
                 let (start, end) = (parse_i64(start)?, parse_i64(end)?);
-                let unit = rest.first().map_or(Ok(Unit::Byte), |u| unit(u))?;
                 // Both ends negative and crossed: empty, before clamping
-                // could make them meet at 0.
+                // could make them meet at 0, and before the unit is read.
                 if start < 0 && end < 0 && start > end {
-                    None
-                } else {
-                    Range::resolve(start, end, s.len(), unit)
+                    return Ok(0);
                 }
+                let unit = rest.first().map_or(Ok(Unit::Byte), |u| unit(u))?;
+                Range::resolve(start, end, s.len(), unit)
             }
             _ => return Err(errors::SYNTAX.into()),
         };
