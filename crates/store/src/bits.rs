@@ -452,7 +452,9 @@ mod tests {
         assert_eq!(field(true, 8).get(&s, 4), -85);
         assert_eq!(field(true, 4).get(&s, 4), -6);
         assert_eq!(field(false, 63).get(&s, 20), 0, "past the end reads zeros");
-        field(true, 64).set(&mut vec![0u8; 8], 0, i64::MIN);
+        let mut word = [0u8; 8];
+        field(true, 64).set(&mut word, 0, i64::MIN);
+        assert_eq!(word, [0x80, 0, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]
