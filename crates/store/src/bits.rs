@@ -196,38 +196,36 @@ pub enum BitOp {
 
 /// Combines `inputs` with `op`, shorter inputs read as if padded with zero
 /// bytes: the result is as long as the longest input (empty for none).
+/// NOT reads the first input only.
 pub fn bitop(op: BitOp, inputs: &[&[u8]]) -> Vec<u8> {
     let len = inputs.iter().map(|s| s.len()).max().unwrap_or(0);
-    let padded = |s: &[u8], i: usize| s.get(i).copied().unwrap_or(0);
-    let Some((head, rest)) = inputs.split_first() else {
+    let Some((first, rest)) = inputs.split_first() else {
         return Vec::new();
     };
-    let mut out: Vec<u8> = (0..len).map(|i| padded(head, i)).collect();
-    match op {
-        BitOp::Not => out.iter_mut().for_each(|b| *b = !*b),
-        BitOp::And => {
-            for s in rest {
-                out.iter_mut()
-                    .enumerate()
-                    .for_each(|(i, b)| *b &= padded(s, i));
-            }
-        }
-        BitOp::Or | BitOp::Xor => {
-            for s in rest {
-                let combine = |b: &mut u8, x: u8| {
-                    if op == BitOp::Or {
-                        *b |= x
-                    } else {
-                        *b ^= x
-                    }
-                };
-                out.iter_mut()
-                    .zip(s.iter())
-                    .for_each(|(b, &x)| combine(b, x));
-            }
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(first);
+    out.resize(len, 0);
+    for input in rest {
+        match op {
+            BitOp::And => combine(&mut out, input, |a, b| a & b),
+            BitOp::Or => combine(&mut out, input, |a, b| a | b),
+            BitOp::Xor => combine(&mut out, input, |a, b| a ^ b),
+            BitOp::Not => break,
         }
     }
+    if op == BitOp::Not {
+        out.iter_mut().for_each(|b| *b = !*b);
+    }
     out
+}
+
+/// `out[i] = f(out[i], input[i])` for every byte of `out`, `input` padded
+/// with zero bytes.
+fn combine(out: &mut [u8], input: &[u8], f: impl Fn(u8, u8) -> u8) {
+    let padding = std::iter::repeat_n(0, out.len().saturating_sub(input.len()));
+    for (b, x) in out.iter_mut().zip(input.iter().copied().chain(padding)) {
+        *b = f(*b, x);
+    }
 }
 
 /// What BITFIELD does when a value does not fit its field.
@@ -514,6 +512,27 @@ mod tests {
                 let expected = inside.iter().position(|&b| b == bit).map(|i| range.first + i as u64);
                 prop_assert_eq!(first_bit(&bytes, bit, range), expected);
             }
+        }
+
+        #[test]
+        fn bitop_agrees_with_byte_by_byte(
+            inputs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..24), 1..5),
+        ) {
+            let views: Vec<&[u8]> = inputs.iter().map(|v| &v[..]).collect();
+            let len = inputs.iter().map(Vec::len).max().unwrap_or(0);
+            let byte = |v: &Vec<u8>, i: usize| v.get(i).copied().unwrap_or(0);
+            for (op, f) in [
+                (BitOp::And, (|a, b| a & b) as fn(u8, u8) -> u8),
+                (BitOp::Or, |a, b| a | b),
+                (BitOp::Xor, |a, b| a ^ b),
+            ] {
+                let expected: Vec<u8> = (0..len)
+                    .map(|i| inputs[1..].iter().fold(byte(&inputs[0], i), |acc, v| f(acc, byte(v, i))))
+                    .collect();
+                prop_assert_eq!(bitop(op, &views), expected);
+            }
+            let not: Vec<u8> = (0..inputs[0].len()).map(|i| !inputs[0][i]).collect();
+            prop_assert_eq!(bitop(BitOp::Not, &views[..1]), not);
         }
 
         #[test]

@@ -86,9 +86,10 @@ fn parse(ctx: &Ctx, args: &[Bytes]) -> Result<Vec<Op>, Error> {
     let mut overflow = Overflow::Wrap;
     let mut j = 2;
     while j < args.len() {
+        let name = &args[j];
+        // Arguments after the subcommand's name.
         let remaining = args.len() - j - 1;
-        let (name, needs) = (&args[j], |n| remaining >= n);
-        if is(name, "overflow") && needs(1) {
+        if is(name, "overflow") && remaining >= 1 {
             overflow = match &args[j + 1] {
                 mode if is(mode, "wrap") => Overflow::Wrap,
                 mode if is(mode, "sat") => Overflow::Sat,
@@ -99,7 +100,7 @@ fn parse(ctx: &Ctx, args: &[Bytes]) -> Result<Vec<Op>, Error> {
             continue;
         }
         let writes = is(name, "set") || is(name, "incrby");
-        if !((is(name, "get") && needs(2)) || (writes && needs(3))) {
+        if !((is(name, "get") && remaining >= 2) || (writes && remaining >= 3)) {
             return Err(errors::SYNTAX.into());
         }
         let field = field(&args[j + 1])?;
