@@ -147,6 +147,13 @@ COMMAND_NAME = "(get | set | config | zunionstore | memory | blpop | nosuch)"
 ARGUMENT_SYNTAX = {
     "append": "key value:string",
     "auth": "[username:string] password:string",
+    "bitcount": "key [start:integer end:integer [BYTE | BIT]]",
+    "bitfield": "key [(GET encoding:string offset:string | OVERFLOW (WRAP | SAT | FAIL)"
+                " | SET encoding:string offset:string value:integer"
+                " | INCRBY encoding:string offset:string increment:integer)...]",
+    "bitfield_ro": "key [GET encoding:string offset:string...]",
+    "bitop": "(AND | OR | XOR | NOT) destkey:key key...",
+    "bitpos": "key bit:integer [start:integer [end:integer [BYTE | BIT]]]",
     "blpop": f"key... {BLOCKING_TIMEOUT}",
     "brpop": f"key... {BLOCKING_TIMEOUT}",
     "blmove": f"source:key destination:key {SIDE} {SIDE} {BLOCKING_TIMEOUT}",
@@ -185,6 +192,7 @@ ARGUMENT_SYNTAX = {
     "flushdb": "[ASYNC | SYNC]",
     "flushall": "[ASYNC | SYNC]",
     "get": "key",
+    "getbit": "key offset:integer",
     "getdel": "key",
     "getex": "key [EX seconds:integer | PX milliseconds:integer | EXAT unix-time-seconds:unix-time"
              " | PXAT unix-time-milliseconds:unix-time | PERSIST]",
@@ -319,6 +327,7 @@ ARGUMENT_SYNTAX = {
     "select": "index:integer",
     "set": "key value:string [NX | XX] [GET] [EX seconds:integer | PX milliseconds:integer"
            " | EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | KEEPTTL]",
+    "setbit": "key offset:integer value:integer",
     "setnx": "key value:string",
     "setex": "key seconds:integer value:string",
     "psetex": "key milliseconds:integer value:string",

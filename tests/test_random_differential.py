@@ -79,7 +79,7 @@ class CommandGenerator:
             self.ttl: 6, self.persist: 2, self.select: 2, self.dbsize: 1, self.flush: 0.05,
             self.misc: 1, self.unknown: 0.3,
             self.hash_cmd: 12, self.set_cmd: 12, self.list_cmd: 12, self.zset_cmd: 14,
-            self.lex_cmd: 3, self.copy: 1,
+            self.lex_cmd: 3, self.copy: 1, self.bitmap_cmd: 12,
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
@@ -447,6 +447,43 @@ class CommandGenerator:
         return ["COPY", self.key(), self.key()] + self.rng.choice(
             [[], ["REPLACE"], ["DB", str(self.rng.randint(0, 2))], ["DB", "1", "REPLACE"]])
 
+    def bitmap_cmd(self):
+        k = self.key()
+        r = self.rng.random()
+        bit = (str(self.rng.randint(0, 200)) if r < 0.9 else
+               self.rng.choice(["-1", "4294967296", INT64_MAX, "abc", "#1", "100000"]))
+        ends = lambda: [self.integer(-30, 30), self.integer(-30, 30)]  # noqa: E731
+        unit = lambda: self.rng.choice([[], ["BYTE"], ["BIT"], ["bit"], ["BITS"]])  # noqa: E731
+        field = lambda: self.rng.choice(  # noqa: E731
+            ["i1", "i5", "i8", "i16", "i63", "i64", "u1", "u7", "u8", "u32", "u63", "u64", "i65",
+             "I8", "i0", "x"])
+        offset = lambda: self.rng.choice(  # noqa: E731
+            [str(self.rng.randint(0, 100)), f"#{self.rng.randint(0, 8)}", "-1", "#-1", "4294967296"])
+        amount = lambda: self.rng.choice(  # noqa: E731
+            [str(self.rng.randint(-300, 300)), INT64_MAX, INT64_MIN, "-1", "x"])
+
+        def bitfield_ops():
+            ops = []
+            for _ in range(self.rng.randint(0, 4)):
+                ops += self.rng.choice([
+                    lambda: ["GET", field(), offset()],
+                    lambda: [self.rng.choice(["SET", "INCRBY"]), field(), offset(), amount()],
+                    lambda: ["OVERFLOW", self.rng.choice(["WRAP", "SAT", "fail", "nope"])],
+                ])()
+            return ops
+
+        return self.rng.choice([
+            lambda: ["SETBIT", k, bit, self.rng.choice(["0", "1", "1", "2", "-1", "x"])],
+            lambda: ["GETBIT", k, bit],
+            lambda: ["BITCOUNT", k] + self.rng.choice([[], ends() + unit(), [self.integer()]]),
+            lambda: ["BITPOS", k, self.rng.choice(["0", "1", "1", "2", "x"])]
+            + self.rng.choice([[], [self.integer(-30, 30)], ends(), ends() + unit()]),
+            lambda: ["BITOP", self.rng.choice(["AND", "or", "XOR", "NOT", "nand"])]
+            + self.keys_list(2, 4),
+            lambda: ["BITFIELD", k] + bitfield_ops(),
+            lambda: ["BITFIELD_RO", k] + bitfield_ops(),
+        ])()
+
     def block(self):
         """A MULTI block of a few commands, sometimes after a WATCH and a few
         commands on the watched keys, ended by EXEC or DISCARD (or left to a
@@ -600,5 +637,6 @@ def test_generator_covers_every_command():
                 "DBSIZE", "FLUSHDB", "FLUSHALL", "PING", "ECHO", "CONFIG", "HSET", "HGETALL",
                 "HINCRBYFLOAT", "SADD", "SINTERSTORE", "SMOVE", "LPUSH", "LMOVE", "LPOS", "ZADD",
                 "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY",
-                "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE"}
+                "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE",
+                "SETBIT", "GETBIT", "BITCOUNT", "BITPOS", "BITOP", "BITFIELD", "BITFIELD_RO"}
     assert expected <= names

@@ -15,10 +15,12 @@
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
 //!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
 //! - [`pattern`]: Redis glob matching.
+//! - [`bits`]: bit arithmetic on strings for the bitmap commands.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
 
 pub mod access;
+pub mod bits;
 mod entry;
 pub mod expiry;
 mod index;

@@ -15,6 +15,7 @@ use crate::client::Client;
 use crate::eviction::Room;
 use crate::server::Server;
 
+pub mod bitmap;
 pub mod collection;
 pub mod connection;
 pub mod edit;

@@ -1,6 +1,7 @@
 //! Commands, grouped by family in folders as Redis groups them in source
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
-//! `set/`, `zset/`, `generic/` (`db.c`, `expire.c`), `server/`,
+//! `set/`, `zset/`, `bitmap/` (`bitops.c`), `generic/` (`db.c`,
+//! `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
@@ -26,6 +27,7 @@ pub mod context;
 pub mod dispatch;
 pub mod registry;
 
+mod bitmap;
 mod connection;
 mod generic;
 mod hash;

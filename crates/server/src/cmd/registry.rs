@@ -4,12 +4,19 @@
 use std::collections::HashMap;
 
 use super::context::Spec;
-use super::{connection, generic, hash, list, pubsub, server, set, string, transactions, zset};
+use super::{
+    bitmap, connection, generic, hash, list, pubsub, server, set, string, transactions, zset,
+};
 
 /// The top-level commands keel serves.
 static COMMANDS: &[&Spec] = &[
     &string::append::SPEC,
     &connection::auth::SPEC,
+    &bitmap::bitcount::SPEC,
+    &bitmap::bitfield::BITFIELD,
+    &bitmap::bitfield::BITFIELD_RO,
+    &bitmap::bitop::SPEC,
+    &bitmap::bitpos::SPEC,
     &list::blpop::BLPOP,
     &list::blpop::BRPOP,
     &list::blpop::BLMOVE,
@@ -31,6 +38,7 @@ static COMMANDS: &[&Spec] = &[
     &server::flush::FLUSHDB,
     &server::flush::FLUSHALL,
     &string::get::SPEC,
+    &bitmap::getbit::SPEC,
     &string::getdel::SPEC,
     &string::getex::SPEC,
     &string::getrange::SPEC,
@@ -150,6 +158,7 @@ static COMMANDS: &[&Spec] = &[
     &connection::reset::SPEC,
     &generic::scan::SPEC,
     &connection::select::SPEC,
+    &bitmap::setbit::SPEC,
     &string::set::SET,
     &string::set::SETNX,
     &string::set::SETEX,
