@@ -58,7 +58,12 @@ const PACKED_THRESHOLD: usize = 1 << 30;
 /// count (Redis's `SIZE_SAFETY_LIMIT`).
 const NODE_SAFETY_LIMIT: usize = 8192;
 
-/// The node sizes `list-max-listpack-size` -1 to -5 stand for.
+/// What Redis's quicklist assumes an element adds to a node beyond its
+/// bytes (`SIZE_ESTIMATE_OVERHEAD`).
+const ENTRY_OVERHEAD: usize = 8;
+
+/// The node sizes `list-max-listpack-size` -1 to -5 stand for (below -5,
+/// the largest).
 const NODE_SIZE_LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 
 /// Strings this long or shorter may be stored as integers; longer than
@@ -444,21 +449,17 @@ impl Writer<'_> {
     }
 }
 
-/// Whether a quicklist node may take one more element of `size` bytes.
+/// Whether a quicklist node may take one more element of `size` bytes,
+/// as Redis 7.0.15's `_quicklistNodeAllowInsert` estimates it: the
+/// element plus at most [`ENTRY_OVERHEAD`] bytes must fit the node's size
+/// limit (a negative fill), or its count limit and [`NODE_SAFETY_LIMIT`]
+/// (a positive one; 0 counts as 1).
 fn node_allows(lp: &ListpackWriter, fill: i64, size: usize) -> bool {
-    let prevlen_bytes = if size < 254 { 1 } else { 5 };
-    let header_bytes = match size {
-        0..=63 => 1,
-        64..=16383 => 2,
-        _ => 5,
-    };
-    // An overestimate when the element is stored as an integer.
-    let new_size = lp.size() + size + prevlen_bytes + header_bytes;
+    let new_size = lp.size() + size + ENTRY_OVERHEAD;
     if fill < 0 {
-        let level = (-fill - 1) as usize;
-        if level < NODE_SIZE_LEVELS.len() {
-            return new_size <= NODE_SIZE_LEVELS[level];
-        }
+        let level = usize::try_from(-(fill + 1)).unwrap_or(usize::MAX);
+        new_size <= NODE_SIZE_LEVELS[level.min(NODE_SIZE_LEVELS.len() - 1)]
+    } else {
+        new_size <= NODE_SAFETY_LIMIT && (lp.count() as i64) < fill.max(1)
     }
-    new_size <= NODE_SAFETY_LIMIT && (lp.count() as i64) < fill
 }

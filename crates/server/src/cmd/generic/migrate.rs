@@ -114,13 +114,18 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let deadline = Instant::now() + timeout;
     let port = std::str::from_utf8(&args[2]).ok().and_then(|p| p.parse().ok());
     let host = String::from_utf8_lossy(&args[1]);
-    let mut link = match port.map(|port| Link::connect(&host, port, deadline)) {
-        Some(Ok(link)) => link,
-        _ => return Err("IOERR error or timeout connecting to the client".into()),
+    let writing_error = || Error::from("IOERR error or timeout writing to target instance");
+    // Redis connects without blocking and counts only a timeout (or a
+    // name that does not resolve) as failing to connect: a refused
+    // connection shows when it writes.
+    let mut link = match Link::connect(&host, port.unwrap_or(0), deadline) {
+        Ok(link) => link,
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Err(writing_error()),
+        Err(_) => return Err("IOERR error or timeout connecting to the client".into()),
     };
     let request = request(&options, db_index, &outgoing);
     if link.send(&request).is_err() {
-        return Err("IOERR error or timeout writing to target instance".into());
+        return Err(writing_error());
     }
     let reading_error = || Error::from("IOERR error or timeout reading to target instance");
     // The AUTH and SELECT replies, then one per RESTORE.
