@@ -39,8 +39,11 @@ pub enum Value {
     /// A sorted set: distinct members with their scores (never NaN).
     SortedSet(Vec<(Vec<u8>, f64)>),
     /// A hash: distinct fields with their values.
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    Hash(Pairs),
 }
+
+/// Fields and their values, in order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The thresholds under which Redis keeps a value in its compact
 /// encoding, and so writes it in the compact RDB form (Redis's config

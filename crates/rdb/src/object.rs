@@ -25,7 +25,7 @@ use std::collections::HashSet;
 
 use crate::lzf::{self, Compressor};
 use crate::packed::{self, ListpackWriter};
-use crate::{parse_canonical_i64, Cursor, Malformed, Thresholds, Value};
+use crate::{parse_canonical_i64, Cursor, Malformed, Pairs, Thresholds, Value};
 
 /// RDB object types (`RDB_TYPE_*`).
 mod kind {
@@ -182,8 +182,8 @@ fn check(value: &Value) -> Result<(), Malformed> {
 }
 
 /// Alternating field, value elements as pairs.
-fn paired(elements: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Malformed> {
-    if elements.len() % 2 != 0 {
+fn paired(elements: Vec<Vec<u8>>) -> Result<Pairs, Malformed> {
+    if !elements.len().is_multiple_of(2) {
         return Err(Malformed);
     }
     let mut pairs = Vec::with_capacity(elements.len() / 2);
@@ -244,7 +244,7 @@ fn read_length(c: &mut Cursor) -> Result<u64, Malformed> {
 fn read_count(c: &mut Cursor, min_bytes: usize) -> Result<usize, Malformed> {
     let n = usize::try_from(read_length(c)?).map_err(|_| Malformed)?;
     if n.checked_mul(min_bytes)
-        .map_or(true, |need| need > c.remaining())
+        .is_none_or(|need| need > c.remaining())
     {
         return Err(Malformed);
     }

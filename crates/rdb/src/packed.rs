@@ -44,7 +44,7 @@
 //! the header unless deep sanitization is on, and crashes later on what it
 //! missed; keel refuses it at once.
 
-use crate::{decimal, parse_canonical_i64, Cursor, Malformed};
+use crate::{decimal, parse_canonical_i64, Cursor, Malformed, Pairs};
 
 /// A count read from a header, as a capacity no larger than the blob
 /// could hold (each element takes a byte at least).
@@ -244,7 +244,7 @@ fn ziplist_entry(c: &mut Cursor) -> Result<Vec<u8>, Malformed> {
 }
 
 /// The field-value pairs of a zipmap.
-pub fn zipmap_pairs(blob: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Malformed> {
+pub fn zipmap_pairs(blob: &[u8]) -> Result<Pairs, Malformed> {
     let mut c = Cursor::new(blob);
     let count = c.byte()? as usize;
     let mut pairs = Vec::with_capacity(capacity(count, blob));

@@ -408,13 +408,21 @@ mod tests {
         config.set_policy(Policy::AllKeysLru);
         let access = Access::new(&config, clock(5));
         access.restore(&config, clock(5), Some(1000), Some(7));
-        assert_eq!(access.idle_seconds(clock(5)), 1000, "longer than the uptime");
+        assert_eq!(
+            access.idle_seconds(clock(5)),
+            1000,
+            "longer than the uptime"
+        );
         assert_eq!(access.idle_seconds(clock(6)), 1001);
         config.set_policy(Policy::AllKeysLfu);
         access.restore(&config, clock(6), Some(1000), Some(7));
         assert_eq!(access.decayed_counter(&config, clock(6)), 7);
         access.restore(&config, clock(6), Some(3), None);
-        assert_eq!(access.decayed_counter(&config, clock(6)), 7, "idle time ignored");
+        assert_eq!(
+            access.decayed_counter(&config, clock(6)),
+            7,
+            "idle time ignored"
+        );
     }
 
     #[test]

@@ -43,11 +43,9 @@ fn plain(value: ValueRef<'_>) -> Plain {
         ValueRef::Str(s) => Plain::String(s.to_bytes().into_owned()),
         ValueRef::List(list) => Plain::List(list.iter().map(<[u8]>::to_vec).collect()),
         ValueRef::Set(set) => Plain::Set(set.iter().map(|m| m.into_owned()).collect()),
-        ValueRef::Hash(hash) => Plain::Hash(
-            hash.iter()
-                .map(|(f, v)| (f.to_vec(), v.to_vec()))
-                .collect(),
-        ),
+        ValueRef::Hash(hash) => {
+            Plain::Hash(hash.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+        }
         ValueRef::ZSet(zset) => Plain::SortedSet(
             zset.range(0, zset.len())
                 .map(|(m, s)| (m.into_owned(), s))

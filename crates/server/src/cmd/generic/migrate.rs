@@ -112,7 +112,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     // At most about 24 days: the deadline must stay representable.
     let timeout = Duration::from_millis(timeout_ms.min(i32::MAX as i64) as u64);
     let deadline = Instant::now() + timeout;
-    let port = std::str::from_utf8(&args[2]).ok().and_then(|p| p.parse().ok());
+    let port = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|p| p.parse().ok());
     let host = String::from_utf8_lossy(&args[1]);
     let writing_error = || Error::from("IOERR error or timeout writing to target instance");
     // Redis connects without blocking and counts only a timeout (or a
