@@ -420,3 +420,22 @@ def test_migrate_timeout_bounds_the_wait(pair, server_kind):
     assert reply == Err("IOERR error or timeout reading to target instance")
     assert 0.25 <= elapsed < 2.0, elapsed
     assert source.call("GET", "k") == b"v"
+
+
+@pytest.mark.keel_differs(reason="keel refuses a write that would pass maxmemory; Redis checks before it")
+def test_restore_reserves_the_decoded_value(start_server):
+    """A payload far smaller than its value (a compressed string) is refused
+    with OOM when the value would not fit, and fits once there is room."""
+    srv = start_server({"maxmemory": "100mb", "maxmemory-policy": "noeviction"})
+    with srv.conn() as conn:
+        conn.call("SET", "k", "a" * 30_000_000)
+        payload = conn.call("DUMP", "k")
+        assert len(payload) < 1_000_000
+        conn.call("DEL", "k")
+        conn.call("CONFIG", "SET", "maxmemory", "20mb")
+        assert conn.call("RESTORE", "k", "0", payload) == Err(
+            "OOM command not allowed when used memory > 'maxmemory'.")
+        assert conn.call("EXISTS", "k") == 0
+        conn.call("CONFIG", "SET", "maxmemory", "100mb")
+        assert conn.call("RESTORE", "k", "0", payload) == OK
+        assert conn.call("STRLEN", "k") == 30_000_000

@@ -101,7 +101,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         ctx.w().ok();
         return Ok(());
     }
-    ctx.reserve(value.heap_bytes())?;
+    // Dispatch reserved the arguments; the value may take more than its
+    // payload (a compressed string, small elements each of their own).
+    ctx.reserve(value.heap_bytes().saturating_sub(args[3].len()))?;
     if let Some(old) = shard.insert(key, value, deadline.map(|at| at as u64)) {
         crate::lazyfree::free(old);
     }
