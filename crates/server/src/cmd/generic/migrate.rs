@@ -183,7 +183,9 @@ fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Vec<Outgoing<'a>> {
     let mut outgoing = Vec::new();
     for key in keys {
         let shard = db.read(key);
-        let Some(entry) = shard.get(key) else {
+        let entry = shard.get(key);
+        ctx.count_lookup(entry.is_some());
+        let Some(entry) = entry else {
             continue;
         };
         let ttl_ms = entry
