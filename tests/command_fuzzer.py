@@ -68,7 +68,8 @@ Left out of the stream, as they would stop the test rather than test keel:
 SHUTDOWN; the SUBSCRIBE family (a subscribed
 connection's replies no longer pair with commands; PUBLISH and PUBSUB are
 fuzzed); CLIENT KILL (it could close the checking connection); CONFIG REWRITE
-(it writes files); MIGRATE (it connects to whatever host its arguments name); CONFIG SET of anything but the encoding, eviction and
+(it writes files); MIGRATE (it connects to whatever host its arguments name);
+CONFIG SET of anything but the encoding, eviction and
 tracking settings in `ARGUMENT_SYNTAX` (maxmemory and its kin are the bounds
 being checked; the slow log's length is memory the operator chooses to
 spend). Blocking commands run on the fuzzing connection with timeouts drawn
@@ -143,12 +144,14 @@ STORE_OPTIONS = "[WEIGHTS weight:double...] [AGGREGATE (SUM | MIN | MAX)]"
 LIMIT = "[LIMIT offset:integer count:integer]"
 SIDE = "(LEFT | RIGHT)"
 COMMAND_NAME = "(get | set | config | zunionstore | memory | blpop | nosuch)"
+RESTORE = ("key ttl:integer serialized-value:string [REPLACE] [ABSTTL] [IDLETIME seconds:integer]"
+           " [FREQ frequency:integer]")
 
 ARGUMENT_SYNTAX = {
     "append": "key value:string",
     "dump": "key",
-    "restore": "key ttl:integer serialized-value:string [REPLACE] [ABSTTL] [IDLETIME seconds:integer]"
-    " [FREQ frequency:integer]",
+    "restore": RESTORE,
+    "restore-asking": RESTORE,
     "auth": "[username:string] password:string",
     "blpop": f"key... {BLOCKING_TIMEOUT}",
     "brpop": f"key... {BLOCKING_TIMEOUT}",

@@ -83,6 +83,16 @@ def test_dump_is_byte_identical_to_redis(c, create, payload):
     assert c.call("DUMP", "k") == payload
 
 
+def test_restore_asking_is_restore_outside_a_cluster(c):
+    c.call("SET", "k", "v")
+    payload = c.call("DUMP", "k")
+    assert c.call("RESTORE-ASKING", "k", "0", payload) == BUSYKEY
+    assert c.call("RESTORE-ASKING", "n", "0", payload) == OK
+    assert c.call("GET", "n") == b"v"
+    info = c.call("COMMAND", "INFO", "RESTORE-ASKING")[0]
+    assert info[:6] == [b"restore-asking", -4, [Status("write"), Status("denyoom"), Status("asking")], 1, 1, 1]
+
+
 def test_dump_of_a_missing_key_is_nil(c):
     assert c.call("DUMP", "nosuchkey") is None
 

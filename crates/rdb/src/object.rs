@@ -86,7 +86,8 @@ pub fn read_object(bytes: &[u8]) -> Result<(Value, usize), Malformed> {
 }
 
 fn read_body(c: &mut Cursor) -> Result<Value, Malformed> {
-    let value = match c.byte()? {
+    let rdb_type = c.byte()?;
+    let value = match rdb_type {
         kind::STRING => Value::String(read_string(c)?),
         kind::LIST => {
             let n = read_count(c, 1)?;
@@ -97,7 +98,7 @@ fn read_body(c: &mut Cursor) -> Result<Value, Malformed> {
             Value::Set((0..n).map(|_| read_string(c)).collect::<Result<_, _>>()?)
         }
         kind::ZSET | kind::ZSET_2 => {
-            let binary = c.bytes[c.pos - 1] == kind::ZSET_2;
+            let binary = rdb_type == kind::ZSET_2;
             let n = read_count(c, 2)?;
             let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {

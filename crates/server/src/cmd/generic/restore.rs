@@ -2,7 +2,8 @@
 //! [FREQ frequency] — creates `key` from a DUMP payload (of keel or of
 //! Redis), with a TTL in milliseconds (0 for none; a Unix time in ms with
 //! ABSTTL) and, for the eviction policy in force, the idle time or access
-//! frequency it had.
+//! frequency it had. RESTORE-ASKING, which a Redis cluster node's MIGRATE
+//! sends, is the same command here: keel has no cluster slots to ask about.
 //!
 //! The payload is decoded before the key's shard is locked, so a large
 //! one does not hold up the shard's other keys; the replies keep Redis's
@@ -15,7 +16,7 @@ use crate::cmd::context::serialized::restore_payload;
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
 /// RESTORE.
-pub const SPEC: Spec = Spec {
+pub const RESTORE: Spec = Spec {
     name: "restore",
     arity: -4,
     flags: &["write", "denyoom"],
@@ -30,6 +31,16 @@ pub const SPEC: Spec = Spec {
                  O(log(N)).",
     run,
     ..BASE
+};
+
+/// RESTORE-ASKING.
+pub const RESTORE_ASKING: Spec = Spec {
+    name: "restore-asking",
+    flags: &["write", "denyoom", "asking"],
+    group: "server",
+    summary: "An internal command for migrating keys in a cluster",
+    since: "3.0.0",
+    ..RESTORE
 };
 
 /// RESTORE's options.
