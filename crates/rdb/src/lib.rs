@@ -70,7 +70,7 @@ impl Default for Thresholds {
         Thresholds {
             list_max_listpack_size: -2,
             set_max_intset_entries: 512,
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
