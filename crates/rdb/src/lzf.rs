@@ -136,7 +136,9 @@ impl Compressor {
             let is_match = reference > 0
                 && reference < ip
                 && ip - reference - 1 < MAX_OFFSET
-                && input[reference..reference + 3] == input[ip..ip + 3];
+                && input[reference] == input[ip]
+                && input[reference + 1] == input[ip + 1]
+                && input[reference + 2] == input[ip + 2];
             if !is_match {
                 if op >= max_len {
                     return None;

@@ -23,6 +23,8 @@
 
 use std::collections::HashSet;
 
+use foldhash::fast::RandomState;
+
 use crate::lzf::{self, Compressor};
 use crate::packed::{self, ListpackWriter};
 use crate::{parse_canonical_i64, Cursor, Malformed, Pairs, Thresholds, Value};
@@ -165,7 +167,7 @@ fn read_body(c: &mut Cursor) -> Result<Value, Malformed> {
 /// and a NaN score.
 fn check(value: &Value) -> Result<(), Malformed> {
     fn distinct<'a>(mut items: impl ExactSizeIterator<Item = &'a [u8]>) -> bool {
-        let mut seen = HashSet::with_capacity(items.len());
+        let mut seen = HashSet::with_capacity_and_hasher(items.len(), RandomState::default());
         items.all(|item| seen.insert(item))
     }
     let fine = match value {
