@@ -84,18 +84,20 @@ fn parse_options(args: &[Bytes]) -> Result<Options, Error> {
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let key = &args[1];
     let options = parse_options(args)?;
-    let ttl = parse_i64(&args[2]).and_then(|ttl| match ttl {
-        ..=-1 => Err(Error::from("ERR Invalid TTL value, must be >= 0")),
-        ttl => Ok(ttl),
-    });
-    let value = ttl.is_ok().then(|| restore_payload(ctx, &args[3]));
+    // The TTL, then the value, each with its error kept for its turn.
+    let decoded = parse_i64(&args[2])
+        .and_then(|ttl| match ttl {
+            ..=-1 => Err(Error::from("ERR Invalid TTL value, must be >= 0")),
+            ttl => Ok(ttl),
+        })
+        .map(|ttl| (ttl, restore_payload(ctx, &args[3])));
     let db = ctx.db();
     let mut shard = db.write(key);
     if !options.replace && shard.peek(key).is_some() {
         return Err("BUSYKEY Target key name already exists.".into());
     }
-    let ttl = ttl?;
-    let value = value.expect("decoded when the TTL parsed")?;
+    let (ttl, value) = decoded?;
+    let value = value?;
     let deadline = match (ttl, options.absolute_ttl) {
         (0, _) => None,
         (at, true) => Some(at),
