@@ -68,7 +68,8 @@ Left out of the stream, as they would stop the test rather than test keel:
 SHUTDOWN; the SUBSCRIBE family (a subscribed
 connection's replies no longer pair with commands; PUBLISH and PUBSUB are
 fuzzed); CLIENT KILL (it could close the checking connection); CONFIG REWRITE
-(it writes files); CONFIG SET of anything but the encoding, eviction and
+(it writes files); MIGRATE (it connects to whatever host its arguments name);
+CONFIG SET of anything but the encoding, eviction and
 tracking settings in `ARGUMENT_SYNTAX` (maxmemory and its kin are the bounds
 being checked; the slow log's length is memory the operator chooses to
 spend). Blocking commands run on the fuzzing connection with timeouts drawn
@@ -143,9 +144,14 @@ STORE_OPTIONS = "[WEIGHTS weight:double...] [AGGREGATE (SUM | MIN | MAX)]"
 LIMIT = "[LIMIT offset:integer count:integer]"
 SIDE = "(LEFT | RIGHT)"
 COMMAND_NAME = "(get | set | config | zunionstore | memory | blpop | nosuch)"
+RESTORE = ("key ttl:integer serialized-value:string [REPLACE] [ABSTTL] [IDLETIME seconds:integer]"
+           " [FREQ frequency:integer]")
 
 ARGUMENT_SYNTAX = {
     "append": "key value:string",
+    "dump": "key",
+    "restore": RESTORE,
+    "restore-asking": RESTORE,
     "auth": "[username:string] password:string",
     "bitcount": "key [start:integer end:integer [BYTE | BIT]]",
     "bitfield": "key [(GET encoding:string offset:string | OVERFLOW (WRAP | SAT | FAIL)"
@@ -351,7 +357,7 @@ BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items() if BLOCKING_TIMEOUT
 
 # Commands keel has that the fuzzer never sends (the reasons are in the docstring).
 EXCLUDED = {"shutdown", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
-            "client|kill", "config|rewrite"}
+            "client|kill", "config|rewrite", "migrate"}
 RARE = {"flushall": 0.05, "flushdb": 0.05}
 ARGUMENT_TYPES = {"key", "string", "integer", "double", "pattern", "unix-time"}
 

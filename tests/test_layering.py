@@ -13,7 +13,7 @@ from support import REPO_ROOT
 ALLOWED = {
     "keel-resp": set(),
     "keel-store": set(),
-    "keel-rdb": set(),
+    "keel-rdb": {"keel-resp"},
     "keel-bench": {"keel-resp"},
     "keel-keyspace": {"keel-resp"},
     "keel-server": {"keel-resp", "keel-store", "keel-rdb"},

@@ -220,11 +220,40 @@ impl Access {
         Access(AtomicU64::new(self.0.load(Ordering::Relaxed)))
     }
 
-    /// Microseconds since the last access (under non-LFU policies).
+    /// Microseconds since the last access (under non-LFU policies). The
+    /// time wraps like Redis's LRU clock, so a key restored with an idle
+    /// time longer than the uptime (RESTORE IDLETIME) reads it back; a
+    /// time just ahead of `clock` (a touch racing this read) reads as 0.
     pub fn idle_micros(&self, clock: Clock) -> u64 {
-        clock
-            .micros
-            .saturating_sub(self.0.load(Ordering::Relaxed) & ACCESS_TIME)
+        let last = self.0.load(Ordering::Relaxed) & ACCESS_TIME;
+        match clock.micros.wrapping_sub(last) & ACCESS_TIME {
+            idle if idle > MAX_IDLE_MICROS => 0,
+            idle => idle,
+        }
+    }
+
+    /// Gives a key the history RESTORE's IDLETIME or FREQ sets, as Redis's
+    /// `objectSetLRUOrLFU`: under an LFU policy the frequency counter (if
+    /// given), under the others the idle time in seconds (if given, at
+    /// most about four years); the other one is ignored.
+    pub fn restore(
+        &self,
+        config: &AccessConfig,
+        clock: Clock,
+        idle_seconds: Option<u64>,
+        lfu_counter: Option<u8>,
+    ) {
+        if config.policy().is_lfu() {
+            if let Some(counter) = lfu_counter {
+                self.0
+                    .store(lfu_word(clock, counter as u32), Ordering::Relaxed);
+            }
+        } else if let Some(seconds) = idle_seconds {
+            let idle = seconds.saturating_mul(1_000_000).min(MAX_IDLE_MICROS);
+            let time = clock.micros.wrapping_sub(idle) & ACCESS_TIME;
+            let state = self.0.load(Ordering::Relaxed) & S3FIFO_STATE;
+            self.0.store(time | state, Ordering::Relaxed);
+        }
     }
 
     /// Seconds since the last access (under non-LFU policies), as OBJECT
@@ -317,6 +346,9 @@ const S3FIFO_MAIN: u64 = 1 << 50;
 /// S3-FIFO: the small-queue tag (the top byte).
 const S3FIFO_TAG_SHIFT: u32 = 56;
 const S3FIFO_STATE: u64 = !ACCESS_TIME;
+/// The longest idle time kept: half the wrapping access time's range, so a
+/// time ahead of the clock is told from one long past.
+const MAX_IDLE_MICROS: u64 = ACCESS_TIME / 2;
 
 fn s3fifo_word(clock: Clock, state: u64) -> u64 {
     (clock.micros & ACCESS_TIME) | state
@@ -368,6 +400,29 @@ mod tests {
         Clock {
             micros: seconds * 1_000_000,
         }
+    }
+
+    #[test]
+    fn restore_sets_idle_time_or_frequency_by_policy() {
+        let config = AccessConfig::default();
+        config.set_policy(Policy::AllKeysLru);
+        let access = Access::new(&config, clock(5));
+        access.restore(&config, clock(5), Some(1000), Some(7));
+        assert_eq!(
+            access.idle_seconds(clock(5)),
+            1000,
+            "longer than the uptime"
+        );
+        assert_eq!(access.idle_seconds(clock(6)), 1001);
+        config.set_policy(Policy::AllKeysLfu);
+        access.restore(&config, clock(6), Some(1000), Some(7));
+        assert_eq!(access.decayed_counter(&config, clock(6)), 7);
+        access.restore(&config, clock(6), Some(3), None);
+        assert_eq!(
+            access.decayed_counter(&config, clock(6)),
+            7,
+            "idle time ignored"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod edit;
 pub mod long_double;
 pub mod pop;
 pub mod random;
+pub mod serialized;
 pub mod strings;
 pub mod transaction;
 pub mod zset;
@@ -98,6 +99,7 @@ pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
     let count_at = match spec.name {
         "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,
         "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        "migrate" => return migrate_keys(args),
         _ if spec.has_flag("movablekeys") => return None,
         _ => return Some(keys),
     };
@@ -105,6 +107,24 @@ pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
     let count = usize::try_from(count).ok().filter(|&n| n > 0)?;
     keys.extend(args.get(count_at + 1..)?.get(..count)?);
     Some(keys)
+}
+
+/// The keys of MIGRATE, as Redis's `migrateGetKeys` finds them: `key`, or
+/// what follows a KEYS option (when `key` is empty), AUTH's and AUTH2's
+/// arguments skipped on the way.
+fn migrate_keys(args: &[Bytes]) -> Option<Vec<&Bytes>> {
+    let mut j = 6;
+    while j < args.len() {
+        if is(&args[j], "keys") {
+            return args[3].is_empty().then(|| args[j + 1..].iter().collect());
+        }
+        j += match &args[j] {
+            a if is(a, "auth") => 2,
+            a if is(a, "auth2") => 3,
+            _ => 1,
+        };
+    }
+    args.get(3).map(|key| vec![key])
 }
 
 /// Defaults for [`Spec`] fields most commands share, so a command file only

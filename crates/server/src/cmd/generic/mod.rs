@@ -1,14 +1,18 @@
-//! Generic keyspace commands (Redis's `generic` group): `db.c`, `expire.c` and `object.c`.
+//! Generic keyspace commands (Redis's `generic` group): `db.c`, `expire.c`, `object.c`,
+//! and DUMP, RESTORE and MIGRATE from `cluster.c`.
 
 pub mod copy;
 pub mod del;
+pub mod dump;
 pub mod exists;
 pub mod expire;
 pub mod keys;
+pub mod migrate;
 pub mod object;
 pub mod persist;
 pub mod randomkey;
 pub mod rename;
+pub mod restore;
 pub mod scan;
 pub mod ttl;
 pub mod type_;
