@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::context::Spec;
+use super::geo;
 use super::{connection, generic, hash, list, pubsub, server, set, string, transactions, zset};
 
 /// The top-level commands keel serves.
@@ -96,6 +97,16 @@ static COMMANDS: &[&Spec] = &[
     &zset::zstore::ZINTERSTORE,
     &zset::zstore::ZDIFFSTORE,
     &zset::zrandmember::SPEC,
+    &geo::geoadd::GEOADD,
+    &geo::geopos::GEOPOS,
+    &geo::geopos::GEOHASH,
+    &geo::geopos::GEODIST,
+    &geo::search::GEORADIUS,
+    &geo::search::GEORADIUSBYMEMBER,
+    &geo::search::GEORADIUS_RO,
+    &geo::search::GEORADIUSBYMEMBER_RO,
+    &geo::search::GEOSEARCH,
+    &geo::search::GEOSEARCHSTORE,
     &set::smove::SPEC,
     &set::spop::SPEC,
     &set::srandmember::SPEC,
