@@ -209,7 +209,7 @@ fn centre(area: Area) -> (f64, f64) {
 fn c_cast_to_u64(x: f64) -> u64 {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
     let signed = |v: f64| {
-        if v >= -TWO_63 && v < TWO_63 {
+        if (-TWO_63..TWO_63).contains(&v) {
             v as i64 as u64
         } else {
             1 << 63
@@ -447,7 +447,8 @@ impl Shape {
             Extent::Radius(r) => {
                 let d = distance(self.longitude, self.latitude, longitude, latitude);
                 // A NaN distance (rounding at antipodes) counts as inside.
-                (!(d > r * self.meters_per_unit)).then_some(d)
+                let outside = d.partial_cmp(&(r * self.meters_per_unit)) == Some(Ordering::Greater);
+                (!outside).then_some(d)
             }
             Extent::Box { width, height } => {
                 let (width, height) = (width * self.meters_per_unit, height * self.meters_per_unit);

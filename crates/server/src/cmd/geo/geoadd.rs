@@ -36,7 +36,7 @@ fn run(ctx: &mut Ctx, args: &[bytes::Bytes]) -> Result<(), Error> {
         at += 1;
     }
     let triples = &args[at..];
-    if triples.is_empty() || triples.len() % 3 != 0 || (flags.nx && flags.xx) {
+    if triples.is_empty() || !triples.len().is_multiple_of(3) || (flags.nx && flags.xx) {
         return Err(errors::SYNTAX.into());
     }
     let points = triples
