@@ -352,7 +352,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes], form: Form, read_only: bool) -> Result<(),
     let db = ctx.db();
     keys.push(source.clone());
     let mut locked = db.write_many(&keys);
-    let zset = match locked.peek(source) {
+    let entry = locked.peek(source);
+    ctx.count_lookup(entry.is_some());
+    let zset = match entry {
         None => None,
         Some(entry) => Some(entry.value().as_zset().ok_or(errors::WRONGTYPE)?),
     };
