@@ -82,13 +82,6 @@ struct Request {
     with_coordinates: bool,
 }
 
-/// The search's centre and extent, as far as the arguments gave them.
-#[derive(Default)]
-struct Area {
-    centre: Option<(f64, f64)>,
-    extent: Option<(Extent, f64)>,
-}
-
 /// The point of `member`, or Redis's error for a member that is missing.
 fn member_point(zset: &ZSet, member: &[u8]) -> Result<(f64, f64), Error> {
     let score = zset
@@ -126,16 +119,17 @@ fn parse(
     read_only: bool,
     zset: Option<&ZSet>,
 ) -> Result<(Option<Request>, Option<Store>), Error> {
-    let mut area = Area::default();
+    // The centre, and the extent with meters per unit, once given.
+    let (mut centre, mut extent) = (None, None);
     match form {
         Form::Radius => {
-            area.centre = Some(parse_point(&args[2..4])?);
-            area.extent = Some(parse_radius(&args[4..6])?);
+            centre = Some(parse_point(&args[2..4])?);
+            extent = Some(parse_radius(&args[4..6])?);
         }
         Form::RadiusByMember => {
             if let Some(zset) = zset {
-                area.centre = Some(member_point(zset, &args[2])?);
-                area.extent = Some(parse_radius(&args[3..5])?);
+                centre = Some(member_point(zset, &args[2])?);
+                extent = Some(parse_radius(&args[3..5])?);
             }
         }
         Form::Search | Form::SearchStore => {}
@@ -185,20 +179,20 @@ fn parse(
             }
         } else if form.is_search() && is(arg, "frommember") && remaining(i) >= 1 && !from_point {
             if let Some(zset) = zset {
-                area.centre = Some(member_point(zset, &options[i + 1])?);
+                centre = Some(member_point(zset, &options[i + 1])?);
             }
             from_member = true;
             i += 1;
         } else if form.is_search() && is(arg, "fromlonlat") && remaining(i) >= 2 && !from_member {
-            area.centre = Some(parse_point(&options[i + 1..i + 3])?);
+            centre = Some(parse_point(&options[i + 1..i + 3])?);
             from_point = true;
             i += 2;
         } else if form.is_search() && is(arg, "byradius") && remaining(i) >= 2 && !by_box {
-            area.extent = Some(parse_radius(&options[i + 1..i + 3])?);
+            extent = Some(parse_radius(&options[i + 1..i + 3])?);
             by_radius = true;
             i += 2;
         } else if form.is_search() && is(arg, "bybox") && remaining(i) >= 3 && !by_radius {
-            area.extent = Some(parse_box(&options[i + 1..i + 4])?);
+            extent = Some(parse_box(&options[i + 1..i + 4])?);
             by_box = true;
             i += 3;
         } else {
@@ -235,8 +229,7 @@ fn parse(
     if any && count == 0 {
         return Err("ERR the ANY argument requires COUNT argument".into());
     }
-    let (Some((longitude, latitude)), Some((extent, meters_per_unit))) = (area.centre, area.extent)
-    else {
+    let (Some((longitude, latitude)), Some((extent, meters_per_unit))) = (centre, extent) else {
         return Ok((None, store));
     };
     // COUNT means the nearest ones, unless ANY asked for any.
