@@ -146,6 +146,13 @@ SIDE = "(LEFT | RIGHT)"
 COMMAND_NAME = "(get | set | config | zunionstore | memory | blpop | nosuch)"
 RESTORE = ("key ttl:integer serialized-value:string [REPLACE] [ABSTTL] [IDLETIME seconds:integer]"
            " [FREQ frequency:integer]")
+GEO_UNIT = "(M | KM | FT | MI)"
+GEO_RADIUS = (f"radius:double {GEO_UNIT} [WITHCOORD] [WITHDIST] [WITHHASH]"
+              " [COUNT count:integer [ANY]] [ASC | DESC]")
+GEO_STORE = "[STORE key] [STOREDIST key]"
+GEO_SHAPE = (f"(FROMMEMBER member:string | FROMLONLAT longitude:double latitude:double)"
+             f" (BYRADIUS radius:double {GEO_UNIT} | BYBOX width:double height:double {GEO_UNIT})"
+             " [ASC | DESC] [COUNT count:integer [ANY]]")
 
 ARGUMENT_SYNTAX = {
     "append": "key value:string",
@@ -236,6 +243,16 @@ ARGUMENT_SYNTAX = {
     "scard": "key",
     "smembers": "key",
     "zadd": "key [NX | XX] [GT | LT] [CH] [INCR] (score:double member:string)...",
+    "geoadd": "key [NX | XX] [CH] (longitude:double latitude:double member:string)...",
+    "geodist": f"key member1:string member2:string [{GEO_UNIT}]",
+    "geohash": "key [member:string...]",
+    "geopos": "key [member:string...]",
+    "georadius": f"key longitude:double latitude:double {GEO_RADIUS} {GEO_STORE}",
+    "georadius_ro": f"key longitude:double latitude:double {GEO_RADIUS}",
+    "georadiusbymember": f"key member:string {GEO_RADIUS} {GEO_STORE}",
+    "georadiusbymember_ro": f"key member:string {GEO_RADIUS}",
+    "geosearch": f"key {GEO_SHAPE} [WITHCOORD] [WITHDIST] [WITHHASH]",
+    "geosearchstore": f"destination:key source:key {GEO_SHAPE} [STOREDIST]",
     "zincrby": "key increment:double member:string",
     "zrem": "key member:string...",
     "zcard": "key",

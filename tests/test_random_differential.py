@@ -82,6 +82,7 @@ class CommandGenerator:
             self.lex_cmd: 3, self.copy: 1,
             self.bitmap_cmd: 12,
             self.dump_cmd: 2,
+            self.geo_cmd: 8,
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
@@ -304,6 +305,7 @@ class CommandGenerator:
     MEMBERS = ["a", "b", "c", "d", "e", "1", "2", "10", "-3", "x" * 70, ""]
     SCORES = ["1", "-2", "0.5", "3", "1.5", "-inf", "+inf", "10", "2.5", "0", "-0", "7"]
     LEX_KEYS = ["zl0", "zl1", "zl2"]
+    GEO_KEYS = ["geo0", "geo1", "geo2"]
 
     def field(self):
         return self.rng.choice(self.FIELDS)
@@ -470,6 +472,68 @@ class CommandGenerator:
         if "ABSTTL" in options and ttl == "100000":
             ttl = "1"
         return ["RESTORE", k, ttl, payload] + args
+    def geo_cmd(self):
+        """GEO commands over the same keys as the sorted sets: points on a
+        coarse grid (equal distances) or anywhere, at the limits or past
+        them, and every search form with its options; mostly on keys of
+        their own, now and then on any key."""
+        geo_key = lambda: (self.rng.choice(self.GEO_KEYS) if self.rng.random() < 0.85  # noqa: E731
+                           else self.key())
+        k = geo_key()
+
+        def coordinate(limit):
+            r = self.rng.random()
+            if r < 0.4:
+                return str(self.rng.randint(-3, 3) * limit // 6)
+            if r < 0.85:
+                return f"{self.rng.uniform(-limit, limit):.6f}"
+            return self.rng.choice([str(limit), f"-{limit}.06", "abc", "0x1p3", "inf", "85.05112878"])
+
+        def point():
+            return [coordinate(180), coordinate(85)]
+
+        def shape():
+            unit = self.rng.choice(["m", "km", "KM", "ft", "mi", "mi", "parsec"])
+            size = lambda: self.rng.choice(  # noqa: E731
+                ["0", "1", "50", "500", "5000", "20000", "-1", "abc", "1e7"])
+            return self.rng.choice([["BYRADIUS", size(), unit], ["BYBOX", size(), size(), unit]])
+
+        def origin():
+            return self.rng.choice([["FROMMEMBER", self.member()], ["FROMLONLAT"] + point()])
+
+        def options(store=False):
+            chosen = [o for o in (["ASC"], ["DESC"], ["COUNT", self.integer(-1, 4)], ["ANY"])
+                      if self.rng.random() < 0.25]
+            if not store:
+                chosen += [[o] for o in ("WITHDIST", "WITHHASH", "WITHCOORD") if self.rng.random() < 0.3]
+            self.rng.shuffle(chosen)
+            return [x for o in chosen for x in o]
+
+        def radius():
+            return [self.rng.choice(["1", "100", "1000", "5000", "-5", "x"]),
+                    self.rng.choice(["km", "m", "mi", "yd"])]
+
+        def store():
+            return self.rng.choice([[], [], ["STORE", geo_key()], ["STOREDIST", geo_key()]])
+
+        flags = [f for f in ("NX", "XX", "CH") if self.rng.random() < 0.1]
+        return self.rng.choice([
+            lambda: ["GEOADD", k] + flags + [x for _ in range(self.rng.randint(1, 3))
+                                             for x in point() + [self.member()]],
+            lambda: ["GEOPOS", k] + self.members(),
+            lambda: ["GEOHASH", k] + self.members(),
+            lambda: ["GEODIST", k, self.member(), self.member()]
+            + self.rng.choice([[], ["km"], ["FT"], ["mi"], ["yd"]]),
+            lambda: ["GEOSEARCH", k] + origin() + shape() + options(),
+            lambda: ["GEOSEARCHSTORE", geo_key(), k] + origin() + shape() + options(True)
+            + self.rng.choice([[], ["STOREDIST"]]),
+            lambda: [self.rng.choice(["GEORADIUS", "GEORADIUS_RO"]), k] + point() + radius()
+            + options(),
+            lambda: ["GEORADIUS", k] + point() + radius() + options(True) + store(),
+            lambda: [self.rng.choice(["GEORADIUSBYMEMBER", "GEORADIUSBYMEMBER_RO"]), k,
+                     self.member()] + radius() + options(),
+            lambda: ["GEORADIUSBYMEMBER", k, self.member()] + radius() + options(True) + store(),
+        ])()
 
     def lex_cmd(self):
         """Lex ranges, on sorted sets whose members all score 0."""
@@ -682,5 +746,6 @@ def test_generator_covers_every_command():
                 "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY",
                 "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE",
                 "SETBIT", "GETBIT", "BITCOUNT", "BITPOS", "BITOP", "BITFIELD", "BITFIELD_RO",
-                "DUMP", "RESTORE", "MIGRATE"}
+                "DUMP", "RESTORE", "MIGRATE",
+                "GEOADD", "GEOSEARCH", "GEOSEARCHSTORE", "GEORADIUS", "GEORADIUSBYMEMBER_RO"}
     assert expected <= names

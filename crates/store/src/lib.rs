@@ -14,6 +14,7 @@
 //!   its deadline index is a set of sorted runs (`runs.rs`).
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
 //!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
+//! - [`geohash`]: geohash cells and the GEO commands' area search.
 //! - [`pattern`]: Redis glob matching.
 //! - [`bits`]: bit arithmetic on strings for the bitmap commands.
 //! - [`size_class`]: what an allocation really takes, which the accounting
@@ -23,6 +24,7 @@ pub mod access;
 pub mod bits;
 mod entry;
 pub mod expiry;
+pub mod geohash;
 mod index;
 pub mod keyspace;
 pub mod pattern;

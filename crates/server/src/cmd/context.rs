@@ -19,6 +19,7 @@ pub mod bitmap;
 pub mod collection;
 pub mod connection;
 pub mod edit;
+pub mod geo;
 pub mod long_double;
 pub mod pop;
 pub mod random;
@@ -91,11 +92,16 @@ impl Spec {
 /// The key arguments of `args` (the command name first): the spec's key
 /// positions, and for a command that says how many keys follow (ZUNION,
 /// ZUNIONSTORE, SINTERCARD, ...) the keys it counts, as Redis's getkeys
-/// procedures find them. `None` when they cannot be told: a count that is
+/// procedures find them, and the destinations of GEORADIUS's STORE and
+/// STOREDIST options. `None` when they cannot be told: a count that is
 /// not a positive number within the arguments, or a command with keys at
 /// moving positions that no rule here knows.
 pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
     let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
+    if let Some(options_at) = geo_store_options_at(spec.name) {
+        keys.extend(store_keys(args, options_at));
+        return Some(keys);
+    }
     let count_at = match spec.name {
         "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,
         "zunionstore" | "zinterstore" | "zdiffstore" => 2,
@@ -125,6 +131,29 @@ fn migrate_keys(args: &[Bytes]) -> Option<Vec<&Bytes>> {
         };
     }
     args.get(3).map(|key| vec![key])
+}
+
+/// Where GEORADIUS and GEORADIUSBYMEMBER, whose STORE and STOREDIST
+/// options name a key, start their options.
+fn geo_store_options_at(name: &str) -> Option<usize> {
+    match name {
+        "georadius" => Some(6),
+        "georadiusbymember" => Some(5),
+        _ => None,
+    }
+}
+
+/// The keys after the first STORE and the first STOREDIST from `from` on,
+/// as Redis's key specs find them (a keyword last in `args` names none).
+fn store_keys(args: &[Bytes], from: usize) -> Vec<&Bytes> {
+    let tail = args.get(from..args.len().saturating_sub(1)).unwrap_or(&[]);
+    ["store", "storedist"]
+        .iter()
+        .filter_map(|keyword| {
+            let at = tail.iter().position(|a| is(a, keyword))?;
+            Some(&args[from + at + 1])
+        })
+        .collect()
 }
 
 /// Defaults for [`Spec`] fields most commands share, so a command file only

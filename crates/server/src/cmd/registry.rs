@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::context::Spec;
 use super::{
-    bitmap, connection, generic, hash, list, pubsub, server, set, string, transactions, zset,
+    bitmap, connection, generic, geo, hash, list, pubsub, server, set, string, transactions, zset,
 };
 
 /// The top-level commands keel serves.
@@ -108,6 +108,16 @@ static COMMANDS: &[&Spec] = &[
     &zset::zstore::ZINTERSTORE,
     &zset::zstore::ZDIFFSTORE,
     &zset::zrandmember::SPEC,
+    &geo::geoadd::GEOADD,
+    &geo::geopos::GEOPOS,
+    &geo::geopos::GEOHASH,
+    &geo::geopos::GEODIST,
+    &geo::search::GEORADIUS,
+    &geo::search::GEORADIUSBYMEMBER,
+    &geo::search::GEORADIUS_RO,
+    &geo::search::GEORADIUSBYMEMBER_RO,
+    &geo::search::GEOSEARCH,
+    &geo::search::GEOSEARCHSTORE,
     &set::smove::SPEC,
     &set::spop::SPEC,
     &set::srandmember::SPEC,
