@@ -15,12 +15,14 @@
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
 //!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
 //! - [`pattern`]: Redis glob matching.
+//! - [`hll`]: HyperLogLog, in Redis's byte representation.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
 
 pub mod access;
 mod entry;
 pub mod expiry;
+pub mod hll;
 mod index;
 pub mod keyspace;
 pub mod pattern;
