@@ -29,6 +29,7 @@ pub mod registry;
 mod connection;
 mod generic;
 mod hash;
+mod hll;
 mod list;
 mod pubsub;
 mod server;

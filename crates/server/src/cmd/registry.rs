@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use super::context::Spec;
-use super::{connection, generic, hash, list, pubsub, server, set, string, transactions, zset};
+use super::{
+    connection, generic, hash, hll, list, pubsub, server, set, string, transactions, zset,
+};
 
 /// The top-level commands keel serves.
 static COMMANDS: &[&Spec] = &[
@@ -135,6 +137,11 @@ static COMMANDS: &[&Spec] = &[
     &transactions::multi::UNWATCH,
     &generic::object::SPEC,
     &generic::persist::SPEC,
+    &hll::pfadd::SPEC,
+    &hll::pfcount::SPEC,
+    &hll::pfdebug::PFDEBUG,
+    &hll::pfmerge::SPEC,
+    &hll::pfdebug::PFSELFTEST,
     &connection::ping::SPEC,
     &pubsub::publish::PUBLISH,
     &pubsub::publish::PUBSUB,
