@@ -3,7 +3,7 @@
 //! or the key was created), else 0.
 
 use bytes::Bytes;
-use keel_store::hll;
+use keel_store::hll::{self, Corrupt};
 use keel_store::{Lookup, Str, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
@@ -35,11 +35,12 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             bytes_of(entry.entry().value())?;
             edit(&mut entry, Value::as_str_mut, |s| {
                 add_all(ctx, s, elements, sparse_max_bytes)
-            })?
+            })??
         }
         Lookup::Missing(vacant) => {
             let mut created = hll::new();
-            add_to(&mut created, elements, sparse_max_bytes)?;
+            let (_, outcome) = add_each(&mut created, elements, sparse_max_bytes);
+            outcome.map_err(invalid)?;
             hll::invalidate_cache(&mut created);
             vacant.insert(new_value(ctx, created)?, None);
             true
@@ -50,37 +51,50 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 }
 
 /// Adds `elements` to the stored HLL `s`: a dense one in place (it never
-/// grows), a sparse one on a copy stored whole once every element is in,
-/// so a corrupt body leaves the value as it was.
+/// grows), a sparse one on a copy stored once every element is in. As in
+/// Redis, the elements before one that finds the sparse body corrupt stay
+/// added, and the key is not signalled as modified.
 fn add_all(
     ctx: &mut Ctx,
     s: &mut Str,
     elements: &[Bytes],
     sparse_max_bytes: usize,
-) -> Result<Edit<bool>, Error> {
+) -> Result<Edit<Result<bool, Error>>, Error> {
     if let Str::Growable(dense) = s {
         if hll::encoding_of(dense) == Ok(hll::Encoding::Dense) {
-            let updated = add_to(dense, elements, sparse_max_bytes)?;
+            let (updated, outcome) = add_each(dense, elements, sparse_max_bytes);
+            outcome.map_err(invalid)?;
             if updated {
                 hll::invalidate_cache(dense);
             }
-            return Ok(Edit::changed_if(updated, updated));
+            return Ok(Edit::changed_if(updated, Ok(updated)));
         }
     }
     let mut copy = s.to_bytes().into_owned();
-    if !add_to(&mut copy, elements, sparse_max_bytes)? {
-        return Ok(Edit::unchanged(false));
+    let (updated, outcome) = add_each(&mut copy, elements, sparse_max_bytes);
+    if updated {
+        hll::invalidate_cache(&mut copy);
+        replace(ctx, s, copy)?;
     }
-    hll::invalidate_cache(&mut copy);
-    replace(ctx, s, copy)?;
-    Ok(Edit::changed(true))
+    Ok(match outcome {
+        Ok(()) => Edit::changed_if(updated, Ok(updated)),
+        Err(corrupt) => Edit::unchanged(Err(invalid(corrupt))),
+    })
 }
 
-/// Adds each element: true if any register grew.
-fn add_to(hll: &mut Vec<u8>, elements: &[Bytes], sparse_max_bytes: usize) -> Result<bool, Error> {
+/// Adds each element, stopping at a corrupt body: whether any register
+/// grew, and whether every element went in.
+fn add_each(
+    hll: &mut Vec<u8>,
+    elements: &[Bytes],
+    sparse_max_bytes: usize,
+) -> (bool, Result<(), Corrupt>) {
     let mut updated = false;
     for element in elements {
-        updated |= hll::add(hll, element, sparse_max_bytes).map_err(invalid)?;
+        match hll::add(hll, element, sparse_max_bytes) {
+            Ok(grew) => updated |= grew,
+            Err(corrupt) => return (updated, Err(corrupt)),
+        }
     }
-    Ok(updated)
+    (updated, Ok(()))
 }
