@@ -79,7 +79,7 @@ class CommandGenerator:
             self.ttl: 6, self.persist: 2, self.select: 2, self.dbsize: 1, self.flush: 0.05,
             self.misc: 1, self.unknown: 0.3,
             self.hash_cmd: 12, self.set_cmd: 12, self.list_cmd: 12, self.zset_cmd: 14,
-            self.lex_cmd: 3, self.copy: 1,
+            self.lex_cmd: 3, self.copy: 1, self.hll_cmd: 6,
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
@@ -441,6 +441,20 @@ class CommandGenerator:
             lambda: ["ZLEXCOUNT", k, self.lex_bound(), self.lex_bound()],
             lambda: ["ZREMRANGEBYLEX", k, self.lex_bound(), self.lex_bound()],
             lambda: ["ZRANGE", k, "0", "-1"],
+        ])()
+
+    def hll_cmd(self):
+        """HyperLogLogs, sparse and (with hundreds of elements) dense, on the shared keys, so
+        SETRANGE and APPEND corrupt some: replies and the HLL bytes must match."""
+        k = self.key()
+        return self.rng.choice([
+            lambda: ["PFADD", k] + self.members(0, 4),
+            lambda: ["PFADD", k] + [f"e{self.rng.randrange(10**6)}"
+                                    for _ in range(self.rng.choice([5, 50, 600]))],
+            lambda: ["PFCOUNT", k] + self.keys_list(0, 2),
+            lambda: ["PFMERGE", k] + self.keys_list(0, 3),
+            lambda: ["GET", k],
+            lambda: ["PFDEBUG", self.rng.choice(["ENCODING", "DECODE", "TODENSE", "nope"]), k],
         ])()
 
     def copy(self):

@@ -52,7 +52,9 @@
 //! assumes a well-formed body: a sparse body whose runs do not add up to
 //! exactly 16,384 registers is [`Corrupt`], opcodes past the last register
 //! are never written, and a byte read past the end (an XZERO cut in half)
-//! reads as zero, as Redis reads the terminating NUL of its strings. The
+//! reads as zero. Redis reads the byte after its string there: the NUL,
+//! unless an update of that same corrupt value wrote past its end, a
+//! leftover keel does not keep (the only case where the two differ). The
 //! header checks ([`encoding_of`]) are Redis's: the magic, a known
 //! encoding, and a dense HLL's exact length. Where Redis would leave a
 //! half-applied update behind on a corrupt body, keel's callers apply
