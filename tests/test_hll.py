@@ -308,6 +308,15 @@ def test_pfdebug(c):
     assert c.call("GET", "h2") == c.call("GET", "h")
 
 
+def test_pfdebug_is_not_gated_by_enable_debug_command(start_server):
+    # In Redis 7.0.15 PFDEBUG is an admin command, not a DEBUG subcommand.
+    srv = start_server({"enable-debug-command": "no"})
+    with srv.conn() as conn:
+        assert conn.call("PFADD", "h", "a") == 1
+        assert conn.call("PFDEBUG", "ENCODING", "h") == Status("sparse")
+        assert conn.call("DEBUG", "SLEEP", "0").startswith("ERR DEBUG command not allowed")
+
+
 def test_pfselftest(c):
     assert c.call("PFSELFTEST") == OK
 

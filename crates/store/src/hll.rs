@@ -574,8 +574,11 @@ fn sparse_set(
     }
     let new_end = (end as isize + delta) as usize;
     // Room for the sequence even where an XZERO cut short at the end is
-    // replaced: bytes past the new end are dropped below.
-    hll.resize(new_end.max(end).max(at + seq.len()), 0);
+    // replaced: bytes past the new end are dropped below. Exactly that
+    // room: a long (corrupt) sparse string is not doubled for three bytes.
+    let room = new_end.max(end).max(at + seq.len());
+    hll.reserve_exact(room - end);
+    hll.resize(room, 0);
     if let Some(next) = next.filter(|_| delta != 0) {
         hll.copy_within(next..end, (next as isize + delta) as usize);
     }
