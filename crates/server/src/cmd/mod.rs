@@ -1,7 +1,8 @@
 //! Commands, grouped by family in folders as Redis groups them in source
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
 //! `set/`, `zset/`, `generic/` (`db.c`, `expire.c`), `server/`,
-//! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
+//! `connection/`, `pubsub/`, `transactions/` (`multi.c`), `hll/`
+//! (`hyperloglog.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
 //! flags, key positions, docs — what COMMAND INFO/DOCS report and what
