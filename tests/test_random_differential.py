@@ -83,6 +83,7 @@ class CommandGenerator:
             self.bitmap_cmd: 12,
             self.dump_cmd: 2,
             self.geo_cmd: 8,
+            self.hll_cmd: 6,
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
@@ -472,6 +473,7 @@ class CommandGenerator:
         if "ABSTTL" in options and ttl == "100000":
             ttl = "1"
         return ["RESTORE", k, ttl, payload] + args
+
     def geo_cmd(self):
         """GEO commands over the same keys as the sorted sets: points on a
         coarse grid (equal distances) or anywhere, at the limits or past
@@ -548,6 +550,20 @@ class CommandGenerator:
             lambda: ["ZLEXCOUNT", k, self.lex_bound(), self.lex_bound()],
             lambda: ["ZREMRANGEBYLEX", k, self.lex_bound(), self.lex_bound()],
             lambda: ["ZRANGE", k, "0", "-1"],
+        ])()
+
+    def hll_cmd(self):
+        """HyperLogLogs, sparse and (with hundreds of elements) dense, on the shared keys, so
+        SETRANGE and APPEND corrupt some: replies and the HLL bytes must match."""
+        k = self.key()
+        return self.rng.choice([
+            lambda: ["PFADD", k] + self.members(0, 4),
+            lambda: ["PFADD", k] + [f"e{self.rng.randrange(10**6)}"
+                                    for _ in range(self.rng.choice([5, 50, 600]))],
+            lambda: ["PFCOUNT", k] + self.keys_list(0, 2),
+            lambda: ["PFMERGE", k] + self.keys_list(0, 3),
+            lambda: ["GET", k],
+            lambda: ["PFDEBUG", self.rng.choice(["ENCODING", "DECODE", "TODENSE", "nope"]), k],
         ])()
 
     def copy(self):

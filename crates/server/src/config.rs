@@ -70,6 +70,9 @@ pub struct Config {
     /// Thresholds at which collections leave their compact encodings
     /// (`hash-max-listpack-entries` and friends).
     pub encodings: keel_store::Limits,
+    /// Bytes past which a sparse HyperLogLog turns dense
+    /// (`hll-sparse-max-bytes`).
+    pub hll_sparse_max_bytes: usize,
     /// Commands that run at least this many microseconds go to the slow
     /// log; negative disables it.
     pub slowlog_log_slower_than: i64,
@@ -219,6 +222,7 @@ impl Default for Config {
             eviction_cpu_percent: 25,
             config_file: None,
             encodings: keel_store::Limits::default(),
+            hll_sparse_max_bytes: 3000,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_tracking: true,
@@ -555,6 +559,15 @@ pub static DIRECTIVES: &[Directive] = &[
     encoding_threshold!("set-max-listpack-value", set_max_listpack_value),
     encoding_threshold!("zset-max-listpack-entries", zset_max_listpack_entries),
     encoding_threshold!("zset-max-listpack-value", zset_max_listpack_value),
+    Directive {
+        name: "hll-sparse-max-bytes",
+        mutable: true,
+        get: |c| c.hll_sparse_max_bytes.to_string(),
+        set: |c, v| {
+            c.hll_sparse_max_bytes = memory(one(v)?)?.min(i64::MAX as u64) as usize;
+            Ok(())
+        },
+    },
     Directive {
         name: "slowlog-log-slower-than",
         mutable: true,

@@ -17,6 +17,7 @@
 //! - [`geohash`]: geohash cells and the GEO commands' area search.
 //! - [`pattern`]: Redis glob matching.
 //! - [`bits`]: bit arithmetic on strings for the bitmap commands.
+//! - [`hll`]: HyperLogLog, in Redis's byte representation.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
 
@@ -25,6 +26,7 @@ pub mod bits;
 mod entry;
 pub mod expiry;
 pub mod geohash;
+pub mod hll;
 mod index;
 pub mod keyspace;
 pub mod pattern;

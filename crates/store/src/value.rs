@@ -201,7 +201,13 @@ impl<'a> StrRef<'a> {
     pub fn encoding(self) -> &'static str {
         match self {
             StrRef::Int(_) => "int",
-            StrRef::Fixed(b) if b.len() <= EMBSTR_MAX_LEN => "embstr",
+            // A short HyperLogLog stays inline here, but Redis reports it
+            // raw: the PF commands unshare (and so un-embed) what they touch.
+            StrRef::Fixed(b)
+                if b.len() <= EMBSTR_MAX_LEN && crate::hll::encoding_of(b).is_err() =>
+            {
+                "embstr"
+            }
             _ => "raw",
         }
     }

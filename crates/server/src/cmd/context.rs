@@ -20,6 +20,7 @@ pub mod collection;
 pub mod connection;
 pub mod edit;
 pub mod geo;
+pub mod hll;
 pub mod long_double;
 pub mod pop;
 pub mod random;

@@ -1,7 +1,7 @@
 //! Commands, grouped by family in folders as Redis groups them in source
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
-//! `set/`, `zset/`, `bitmap/` (`bitops.c`), `geo/` (`geo.c`), `generic/`
-//! (`db.c`, `expire.c`), `server/`,
+//! `set/`, `zset/`, `bitmap/` (`bitops.c`), `geo/` (`geo.c`), `hll/`
+//! (`hyperloglog.c`), `generic/` (`db.c`, `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
@@ -32,6 +32,7 @@ mod connection;
 mod generic;
 mod geo;
 mod hash;
+mod hll;
 mod list;
 mod pubsub;
 mod server;

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use super::context::Spec;
 use super::{
-    bitmap, connection, generic, geo, hash, list, pubsub, server, set, string, transactions, zset,
+    bitmap, connection, generic, geo, hash, hll, list, pubsub, server, set, string, transactions,
+    zset,
 };
 
 /// The top-level commands keel serves.
@@ -157,6 +158,11 @@ static COMMANDS: &[&Spec] = &[
     &transactions::multi::UNWATCH,
     &generic::object::SPEC,
     &generic::persist::SPEC,
+    &hll::pfadd::SPEC,
+    &hll::pfcount::SPEC,
+    &hll::pfdebug::PFDEBUG,
+    &hll::pfmerge::SPEC,
+    &hll::pfdebug::PFSELFTEST,
     &connection::ping::SPEC,
     &pubsub::publish::PUBLISH,
     &pubsub::publish::PUBSUB,
