@@ -319,6 +319,11 @@ ARGUMENT_SYNTAX = {
     "memory|stats": "",
     "memory|help": "",
     "mget": "key...",
+    "pfadd": "key [element:string...]",
+    "pfcount": "key...",
+    "pfmerge": "key [key...]",
+    "pfdebug": "(GETREG | DECODE | ENCODING | TODENSE | subcommand:string) key",
+    "pfselftest": "",
     "mset": "(key value:string)...",
     "msetnx": "(key value:string)...",
     "multi": "",
@@ -375,7 +380,7 @@ BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items() if BLOCKING_TIMEOUT
 # Commands keel has that the fuzzer never sends (the reasons are in the docstring).
 EXCLUDED = {"shutdown", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
             "client|kill", "config|rewrite", "migrate"}
-RARE = {"flushall": 0.05, "flushdb": 0.05}
+RARE = {"flushall": 0.05, "flushdb": 0.05, "pfselftest": 0.01}
 ARGUMENT_TYPES = {"key", "string", "integer", "double", "pattern", "unix-time"}
 
 
