@@ -218,6 +218,8 @@ impl Server {
         );
         crate::log::set_level(config.loglevel);
         crate::lazyfree::configure(&config.lazyfree);
+        // Only ever fails if jemalloc was built without background threads.
+        let _ = tikv_jemalloc_ctl::background_thread::write(config.jemalloc_bg_thread);
     }
 
     /// Starts an orderly shutdown: listeners stop, connections finish what
@@ -246,10 +248,13 @@ async fn bind(config: &Config, port: u16) -> std::io::Result<Vec<TcpListener>> {
     let mut listeners = Vec::new();
     let mut last_error = None;
     for addr in &config.bind {
-        let host = if addr == "*" {
-            "0.0.0.0"
-        } else {
-            addr.as_str()
+        // "-" (Redis's "skip if unavailable") changes nothing: keel skips
+        // any address it can't bind. "*" and "::*" are every interface.
+        let addr = addr.trim_start_matches('-');
+        let host = match addr {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            other => other,
         };
         match listen(host, port, config.tcp_backlog).await {
             Ok(l) => listeners.push(l),
@@ -392,6 +397,8 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         "keel {} ready to accept connections on port {port} ({threads} threads)",
         env!("CARGO_PKG_VERSION")
     );
+    let supervised = server.config.read().supervised;
+    crate::process::ready(supervised);
     let next_worker = Arc::new(AtomicUsize::new(0));
     let acceptors: Vec<_> = listeners
         .into_iter()
@@ -431,6 +438,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         _ = sigterm.recv() => notice!("Received SIGTERM scheduling shutdown..."),
         _ = shutdown.wait_for(|&s| s) => notice!("User requested shutdown..."),
     }
+    crate::process::stopping(supervised);
     server.begin_shutdown();
     for acceptor in acceptors {
         let _ = acceptor.await;

@@ -18,6 +18,7 @@ use crate::server::Server;
 pub mod collection;
 pub mod connection;
 pub mod edit;
+pub mod key_flags;
 pub mod long_double;
 pub mod pop;
 pub mod random;

@@ -159,6 +159,8 @@ static COMMANDS: &[&Spec] = &[
     &server::slowlog::SPEC,
     &string::strlen::SPEC,
     &server::time::SPEC,
+    &server::wait::SPEC,
+    &server::lolwut::SPEC,
     &generic::exists::TOUCH,
     &generic::ttl::TTL,
     &generic::ttl::PTTL,
