@@ -355,7 +355,11 @@ pub static DIRECTIVES: &[Directive] = &[
             // Redis's "-addr" means "skip if unavailable"; keel binds what it
             // can and fails only if nothing binds, so the prefix is kept (as
             // CONFIG GET shows it) and ignored when binding.
-            c.bind = v.to_vec();
+            c.bind = v
+                .iter()
+                .flat_map(|w| w.split_whitespace())
+                .map(String::from)
+                .collect();
             if c.bind.is_empty() {
                 return Err("wrong number of arguments".into());
             }
@@ -541,9 +545,16 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         set: |c, v| {
             let text = one(v)?;
+            let invalid = || "argument must be a memory or percent value".to_string();
             c.maxmemory_clients = match text.strip_suffix('%') {
-                Some(p) => ClientMemory::PercentOfMaxmemory(int_in(p, 1, 100)? as u64),
-                None => ClientMemory::Bytes(memory(text)?),
+                Some(p) => match p.parse::<u64>().map_err(|_| invalid())? {
+                    0 => ClientMemory::Bytes(0),
+                    p if p > 100 => {
+                        return Err("percentage argument must be less or equal to 100".into())
+                    }
+                    p => ClientMemory::PercentOfMaxmemory(p),
+                },
+                None => ClientMemory::Bytes(parse_memory(text).ok_or_else(invalid)?),
             };
             Ok(())
         },
@@ -864,23 +875,30 @@ pub fn all() -> impl Iterator<Item = &'static Directive> {
     DIRECTIVES.iter().chain(crate::redis_conf::ACCEPTED)
 }
 
-/// The directive called `name` or one of its aliases (case-insensitive).
+/// The directive called `name` or one of its aliases (case-insensitive),
+/// hidden ones included.
 pub fn directive(name: &str) -> Option<&'static Directive> {
     let name = crate::redis_conf::ALIASES
         .iter()
         .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
         .map_or(name, |&(_, target)| target);
-    all().find(|d| d.name.eq_ignore_ascii_case(name))
+    all()
+        .chain(crate::redis_conf::HIDDEN)
+        .find(|d| d.name.eq_ignore_ascii_case(name))
 }
 
-/// Every name CONFIG GET knows, with its directive: each directive's own
-/// name, then each alias.
-pub fn names() -> impl Iterator<Item = (&'static str, &'static Directive)> {
-    all().map(|d| (d.name, d)).chain(
-        crate::redis_conf::ALIASES
-            .iter()
-            .filter_map(|&(alias, _)| Some((alias, directive(alias)?))),
-    )
+/// Every name CONFIG GET knows, with its directive and whether it is
+/// hidden (shown only when asked for by that exact name): each
+/// directive's own name, then each alias, then the hidden directives.
+pub fn names() -> impl Iterator<Item = (&'static str, &'static Directive, bool)> {
+    all()
+        .map(|d| (d.name, d, false))
+        .chain(
+            crate::redis_conf::ALIASES
+                .iter()
+                .filter_map(|&(alias, _)| Some((alias, directive(alias)?, false))),
+        )
+        .chain(crate::redis_conf::HIDDEN.iter().map(|d| (d.name, d, true)))
 }
 
 /// Changes the working directory to `dir` (`dir` directive); returns it as

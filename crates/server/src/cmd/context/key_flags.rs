@@ -9,9 +9,13 @@
 //! destination, then its sources). Specs whose keys GETKEYS does not
 //! report (SORT's BY and GET patterns, MIGRATE's KEYS list) are left out.
 //! A command missing here (one of keel's own) gets `RW access update` if
-//! it writes, else `RO access`.
+//! it writes, else `RO access`. Where Redis marks the flags
+//! `variable_flags`, they depend on the arguments, as Redis's own rules
+//! for SET and BITFIELD decide.
 
-use super::Spec;
+use bytes::Bytes;
+
+use super::{is, Spec};
 
 /// Each command's key specs' flags, by name (sorted, for binary search).
 static KEY_SPEC_FLAGS: &[(&str, &[&str])] = &[
@@ -213,10 +217,18 @@ static KEY_SPEC_FLAGS: &[(&str, &[&str])] = &[
     ("zunionstore", &["OW update", "RO access"]),
 ];
 
-/// The flags of each of `keys_count` keys of `spec`, in order.
-pub fn key_flags(spec: &Spec, keys_count: usize) -> Vec<Vec<&'static str>> {
+/// The flags of each of `keys_count` keys of `spec` in the command line
+/// `args` (its name first), in order.
+pub fn key_flags(spec: &Spec, args: &[Bytes], keys_count: usize) -> Vec<Vec<&'static str>> {
     let specs: Vec<&str> = match KEY_SPEC_FLAGS.binary_search_by(|(name, _)| name.cmp(&spec.name)) {
-        Ok(at) => KEY_SPEC_FLAGS[at].1.to_vec(),
+        Ok(at) => KEY_SPEC_FLAGS[at]
+            .1
+            .iter()
+            .map(|flags| match flags.strip_suffix(" variable_flags") {
+                Some(most) => variable_flags(spec.name, args).unwrap_or(most),
+                None => flags,
+            })
+            .collect(),
         Err(_) => Vec::new(),
     };
     let fallback = if spec.has_flag("write") {
@@ -233,6 +245,18 @@ pub fn key_flags(spec: &Spec, keys_count: usize) -> Vec<Vec<&'static str>> {
             flags.split(' ').collect()
         })
         .collect()
+}
+
+/// The flags of a key spec Redis marks `variable_flags`: SET overwrites
+/// unless it has GET (then reads too); BITFIELD only reads when every
+/// operation is a GET.
+fn variable_flags(command: &str, args: &[Bytes]) -> Option<&'static str> {
+    let options = args.get(3..).unwrap_or_default();
+    match command {
+        "set" if !options.iter().any(|a| is(a, "get")) => Some("OW update"),
+        "bitfield" if !options.iter().any(|a| is(a, "set") || is(a, "incrby")) => Some("RO access"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

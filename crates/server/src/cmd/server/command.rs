@@ -275,7 +275,7 @@ fn command_keys(ctx: &Ctx, args: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static st
     if keys.is_empty() {
         return Err("ERR The command has no key arguments".into());
     }
-    let flags = key_flags(spec, keys.len());
+    let flags = key_flags(spec, command, keys.len());
     Ok(keys.into_iter().cloned().zip(flags).collect())
 }
 

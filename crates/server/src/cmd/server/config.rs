@@ -77,16 +77,20 @@ const CONFIG_HELP: Spec = Spec {
 
 fn get(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let config = ctx.server.config.read().clone();
+    let is_pattern = |p: &[u8]| p.iter().any(|b| b"*?[".contains(b));
     let matched: Vec<_> = names()
-        .filter(|(name, _)| {
-            args[2..]
-                .iter()
-                .any(|p| keel_store::glob_match(p, name.as_bytes(), true))
+        .filter(|&(name, _, hidden)| {
+            args[2..].iter().any(|p| {
+                if hidden && is_pattern(p) {
+                    return false;
+                }
+                keel_store::glob_match(p, name.as_bytes(), true)
+            })
         })
         .collect();
     let mut w = ctx.w();
     w.map(matched.len());
-    for (name, d) in matched {
+    for (name, d, _) in matched {
         w.bulk(name.as_bytes());
         w.bulk((d.get)(&config).as_bytes());
     }
@@ -115,31 +119,21 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 /// `protected_allowed`: whether the caller may set [`PROTECTED`]
 /// directives. Setting a directive that only takes effect at start-up to
 /// the value it has changes nothing and succeeds (Redis refuses it), so
-/// that CONFIG GET's values can all be given back to CONFIG SET.
+/// that CONFIG GET's values can all be given back to CONFIG SET. As in
+/// Redis, every name is checked before any value.
 fn set_pairs(server: &Server, pairs: &[Bytes], protected_allowed: bool) -> Result<(), Error> {
     let mut config = server.config.write();
     let mut next = config.clone();
     let mut seen = Vec::new();
+    let mut changes = Vec::new();
     for pair in pairs.chunks(2) {
-        let name = String::from_utf8_lossy(&pair[0]);
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
         let Some(d) = directive(&name) else {
             return Err(format!(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )
             .into());
         };
-        let failed = |why: &str| {
-            Error::from(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-            ))
-        };
-        if seen.contains(&d.name) {
-            return Err(failed("duplicate parameter"));
-        }
-        seen.push(d.name);
-        if PROTECTED.contains(&d.name) && !protected_allowed {
-            return Err(failed("can't set protected config"));
-        }
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
         // bind takes several addresses in one value, as in keel.conf.
         let words: Vec<String> = match d.name {
@@ -151,22 +145,36 @@ fn set_pairs(server: &Server, pairs: &[Bytes], protected_allowed: bool) -> Resul
             let unchanged =
                 (d.set)(&mut probe, &words).is_ok() && (d.get)(&probe) == (d.get)(&next);
             if !unchanged {
-                return Err(failed("can't set immutable config"));
+                return Err(set_failed(&name, "can't set immutable config"));
             }
-            continue;
         }
-        (d.set)(&mut next, &words).map_err(|e| failed(&e))?;
+        if PROTECTED.contains(&d.name) && !protected_allowed {
+            return Err(set_failed(&name, "can't set protected config"));
+        }
+        // Redis tells duplicates by the name given: a directive and its
+        // alias may be set together (the last one wins).
+        let given = name.to_ascii_lowercase();
+        if seen.contains(&given) {
+            return Err(set_failed(&name, "duplicate parameter"));
+        }
+        seen.push(given);
+        if d.mutable {
+            changes.push((name, d, words));
+        }
+    }
+    for (name, d, words) in changes {
+        (d.set)(&mut next, &words).map_err(|e| set_failed(&name, &e))?;
     }
     if next.dir != config.dir {
-        next.dir = crate::config::change_dir(&next.dir).map_err(|e| {
-            Error::from(format!(
-                "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
-            ))
-        })?;
+        next.dir = crate::config::change_dir(&next.dir).map_err(|e| set_failed("dir", &e))?;
     }
     *config = next;
     server.apply(&config);
     Ok(())
+}
+
+fn set_failed(name: &str, why: &str) -> Error {
+    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").into()
 }
 
 fn rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {

@@ -36,25 +36,38 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         [_, token, version, ..] if is(token, "version") => parse_i64(version)?,
         _ => 0,
     };
-    // The drawing's own arguments follow VERSION n; missing ones default.
-    let numbers = args
-        .get(3..)
-        .unwrap_or_default()
-        .iter()
-        .map(|a| parse_i64(a))
-        .collect::<Result<Vec<_>, _>>()?;
-    let arg =
-        |i: usize, default: i64, max: i64| numbers.get(i).copied().unwrap_or(default).clamp(1, max);
+    // A drawing's own arguments follow VERSION n (Redis ignores any more);
+    // missing ones default.
+    let drawing_args = |count: usize| {
+        args.iter()
+            .skip(3)
+            .take(count)
+            .map(|a| parse_i64(a))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let arg = |given: &[i64], i: usize, default: i64, max: i64| {
+        given.get(i).copied().unwrap_or(default).clamp(1, max)
+    };
     let text = match version {
-        5 => format!(
-            "{}Georg Nees - schotter, plotter on paper, 1968. Redis ver. {REDIS_COMPAT_VERSION}\n",
-            schotter(arg(0, 66, 1000), arg(1, 8, 200), arg(2, 12, 200))
-        ),
-        6 => format!(
-            "{}Dedicated to the 8 bit game developers of past and present.\n\
-             Original 8 bit image from Plaguemon by hikikomori. Redis ver. {REDIS_COMPAT_VERSION}\n",
-            skyline(arg(0, 80, 1000), arg(1, 20, 1000))
-        ),
+        5 => {
+            let given = drawing_args(3)?;
+            let art = schotter(
+                arg(&given, 0, 66, 1000),
+                arg(&given, 1, 8, 200),
+                arg(&given, 2, 12, 200),
+            );
+            format!(
+                "{art}\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. {REDIS_COMPAT_VERSION}\n"
+            )
+        }
+        6 => {
+            let given = drawing_args(2)?;
+            let art = skyline(arg(&given, 0, 80, 1000), arg(&given, 1, 20, 1000));
+            format!(
+                "{art}Dedicated to the 8 bit game developers of past and present.\n\
+                 Original 8 bit image from Plaguemon by hikikomori. Redis ver. {REDIS_COMPAT_VERSION}\n"
+            )
+        }
         _ => format!("Redis ver. {REDIS_COMPAT_VERSION}\n"),
     };
     ctx.w().verbatim(b"txt", text.as_bytes());
@@ -105,7 +118,8 @@ impl Canvas {
         }
     }
 
-    /// One line of text per 4 rows of dots, each ending in a newline.
+    /// One line of text per 4 rows of dots, each ending in a newline
+    /// except one starting on the last row of dots (Redis's layout).
     fn render(&self) -> String {
         // The bit of each dot of a cell in a Braille character, by (x, y).
         const BITS: [[u32; 4]; 2] = [[0x01, 0x02, 0x04, 0x40], [0x08, 0x10, 0x20, 0x80]];
@@ -126,7 +140,9 @@ impl Canvas {
                 }
                 text.push(char::from_u32(0x2800 + bits).unwrap_or(' '));
             }
-            text.push('\n');
+            if top != self.height - 1 {
+                text.push('\n');
+            }
         }
         text
     }

@@ -2,7 +2,7 @@
 //! `numreplicas` replicas, and replies how many did. keel has no replicas
 //! (yet), so no write ever reaches one: it replies 0 at once, where Redis
 //! would wait out the timeout for an answer that is 0 all the same. The
-//! arguments are checked as Redis checks them, timeout first.
+//! arguments are checked as Redis checks them.
 
 use bytes::Bytes;
 
@@ -22,12 +22,12 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    parse_i64(&args[1])?;
     let timeout = parse_i64(&args[2])
         .map_err(|_| Error::from("ERR timeout is not an integer or out of range"))?;
     if timeout < 0 {
         return Err("ERR timeout is negative".into());
     }
-    parse_i64(&args[1])?;
     ctx.w().integer(0);
     Ok(())
 }
