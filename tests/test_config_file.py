@@ -300,6 +300,39 @@ def test_dir_is_the_working_directory(start_server, tmp_path):
         assert c.call("CONFIG", "GET", "dir") == [b"dir", str(sub).encode()]
 
 
+def test_config_set_port_and_bind_move_the_listener(start_server):
+    srv = start_server()
+    new_port = free_port()
+    with srv.conn() as c:
+        assert c.call("SET", "k", "v") == OK
+        assert c.call("CONFIG", "SET", "port", str(new_port)) == OK
+        # The connection that asked stays; the old port no longer takes new ones.
+        assert c.call("GET", "k") == b"v"
+        assert c.call("CONFIG", "GET", "port") == [b"port", str(new_port).encode()]
+    with RespConn(new_port) as moved:
+        assert info(moved, "server")["tcp_port"] == str(new_port)
+        with pytest.raises(OSError):
+            RespConn(srv.port, timeout=2)
+        # Binding a port in use fails and changes nothing.
+        assert moved.call("CONFIG", "SET", "maxmemory", "12345", "port", str(new_port + 0),
+                          "bind", "127.0.0.1 -::1") == OK
+        import socket
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            used = taken.getsockname()[1]
+            reply = moved.call("CONFIG", "SET", "maxmemory", "54321", "port", str(used))
+            assert isinstance(reply, Err) and reply.startswith(
+                "ERR CONFIG SET failed (possibly related to argument 'port') - "
+                "Unable to listen on this port"), reply
+        assert moved.call("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"12345"]
+        assert moved.call("CONFIG", "GET", "port") == [b"port", str(new_port).encode()]
+        assert moved.call("CONFIG", "SET", "bind", "127.0.0.1") == OK
+    with RespConn(new_port) as again:
+        assert again.call("PING") == PONG
+    srv.port = new_port  # so the fixture stops it where it listens now
+
+
 def test_daemonize_detaches_and_writes_the_pidfile(server_kind, keel_bin, tmp_path):
     port = free_port()
     exe = str(keel_bin) if server_kind == "keel" else shutil.which("redis-server")

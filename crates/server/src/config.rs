@@ -349,7 +349,7 @@ macro_rules! encoding_threshold {
 pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "bind",
-        mutable: false,
+        mutable: true,
         get: |c| c.bind.join(" "),
         set: |c, v| {
             // Redis's "-addr" means "skip if unavailable"; keel binds what it
@@ -368,7 +368,7 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "port",
-        mutable: false,
+        mutable: true,
         get: |c| c.port.to_string(),
         set: |c, v| {
             c.port = int_in(one(v)?, 0, 65535)? as u16;

@@ -660,3 +660,96 @@ pub static REFUSED: &[(&str, &str)] = &[
     ("user", "keel has no ACL users yet; use requirepass"),
     ("loadmodule", "keel can't load Redis modules"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn values_are_checked_and_shown_as_redis_shows_them() {
+        let shown = |kind, text| normalize(kind, &words(text));
+        assert_eq!(
+            shown(Kind::Memory(0, MEM_MAX), "64mb"),
+            Ok("67108864".into())
+        );
+        assert_eq!(
+            shown(Kind::Enum(&["no", "yes", "relative=yes"]), "RELATIVE"),
+            Ok("yes".into())
+        );
+        assert_eq!(
+            shown(Kind::Enum(&["no", "yes", "relative=yes"]), "x"),
+            Err("argument(s) must be one of the following: no, yes, relative".into())
+        );
+        assert_eq!(
+            shown(Kind::IntCapped(0, INT_MAX, 1, 500), "0"),
+            Ok("1".into())
+        );
+        assert_eq!(
+            shown(Kind::ShutdownFlags, "force NOW nosave"),
+            Ok("nosave now force".into())
+        );
+        assert!(shown(Kind::ShutdownFlags, "default now").is_err());
+        assert_eq!(shown(Kind::Octal, "755"), Ok("755".into()));
+        assert!(shown(Kind::Octal, "9").is_err());
+        assert_eq!(shown(Kind::ReplicaOf, "NO ONE"), Ok(String::new()));
+        assert!(shown(Kind::ReplicaOf, "10.0.0.1 6379").is_err());
+        assert!(shown(Kind::Only("0", NO_TLS), "6380").is_err());
+        assert!(shown(Kind::FileName, "a/b.rdb").is_err());
+    }
+
+    #[test]
+    fn save_takes_pairs_of_seconds_and_changes() {
+        let save = |text: &str| normalize(Kind::Save, &[text.to_string()]);
+        assert_eq!(save("3600 1 300 0"), Ok("3600 1 300 0".into()));
+        assert_eq!(save(""), Ok(String::new()));
+        assert!(save("0 1").is_err(), "seconds must be at least 1");
+        assert!(save("100").is_err());
+        assert!(save("x 1").is_err());
+        // A file line gives the pairs as separate words.
+        assert_eq!(
+            normalize(Kind::Save, &words("900 1 60 10")),
+            Ok("900 1 60 10".into())
+        );
+    }
+
+    #[test]
+    fn aliases_ignored_and_refused_lines_in_a_file() {
+        let mut config = Config::default();
+        config
+            .apply_text(
+                "hash-max-ziplist-entries 7\nslave-priority 3\nlist-max-ziplist-entries 1\n\
+                 lua-time-limit 9\n",
+                "redis.conf",
+            )
+            .unwrap();
+        assert_eq!(config.encodings.hash_max_listpack_entries, 7);
+        let get = |name: &str| (crate::config::directive(name).unwrap().get)(&config);
+        assert_eq!(get("replica-priority"), "3");
+        assert_eq!(get("busy-reply-threshold"), "9");
+        let err = config
+            .apply_text("rename-command CONFIG \"\"\n", "redis.conf")
+            .unwrap_err();
+        assert!(err.0.contains("can't rename commands"), "{}", err.0);
+    }
+
+    #[test]
+    fn include_reads_matching_files_in_name_order() {
+        let dir = std::env::temp_dir().join(format!("keel-include-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("b.conf"), "hz 30\n").unwrap();
+        std::fs::write(dir.join("a.conf"), "hz 20\nmaxmemory-samples 9\n").unwrap();
+        std::fs::write(dir.join("main.conf"), "include *.conf.d\ninclude ?.conf\n").unwrap();
+        let mut config = Config::default();
+        let main = dir.join("main.conf");
+        let text = std::fs::read_to_string(&main).unwrap();
+        config.apply_text(&text, main.to_str().unwrap()).unwrap();
+        let get = |name: &str| (crate::config::directive(name).unwrap().get)(&config);
+        assert_eq!(get("hz"), "30");
+        assert_eq!(get("maxmemory-samples"), "9");
+    }
+}

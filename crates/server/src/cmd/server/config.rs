@@ -165,6 +165,18 @@ fn set_pairs(server: &Server, pairs: &[Bytes], protected_allowed: bool) -> Resul
     for (name, d, words) in changes {
         (d.set)(&mut next, &words).map_err(|e| set_failed(&name, &e))?;
     }
+    if next.port != config.port || next.bind != config.bind {
+        server
+            .listen_instead(&next.bind, next.port, next.tcp_backlog)
+            .map_err(|e| {
+                let (name, why) = if next.port != config.port {
+                    ("port", "Unable to listen on this port")
+                } else {
+                    ("bind", "Failed to bind to specified addresses")
+                };
+                set_failed(name, &format!("{why}: {}", crate::config::strerror(&e)))
+            })?;
+    }
     if next.dir != config.dir {
         next.dir = crate::config::change_dir(&next.dir).map_err(|e| set_failed("dir", &e))?;
     }
