@@ -251,6 +251,7 @@ impl Server {
     /// for the caller and nothing changes; the main thread then stops
     /// accepting on the old sockets and accepts on these. Connections
     /// already accepted stay.
+    ///
     /// An address listened on already, on the same port, keeps its socket
     /// (a new one could not be bound beside it). As in Redis, only an
     /// address marked optional ("-::1") may fail to bind.
