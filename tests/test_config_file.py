@@ -378,3 +378,49 @@ def test_protected_mode_refuses_remote_clients_without_a_password(start_server):
         assert local.call("CONFIG", "SET", "protected-mode", "no") == OK
     with RespConn(srv.port, host=address) as c:
         assert c.call("PING") == PONG
+
+
+def test_save_lines_add_up_and_the_command_line_adds_more(server_kind, keel_bin, tmp_path):
+    """As in Redis: the first `save` read replaces the default, later ones add to it.
+    (Started by hand: the fixtures give Redis `--save ""`, which would clear them.)"""
+    conf = tmp_path / "server.conf"
+    conf.write_text("save 900 1\nsave 300 10\n")
+    port = free_port()
+    exe = str(keel_bin) if server_kind == "keel" else shutil.which("redis-server")
+    proc = subprocess.Popen([exe, str(conf), "--port", str(port), "--dir", str(tmp_path),
+                             "--save", "60 5"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for_ping(port, proc)
+        with RespConn(port) as c:
+            assert c.call("CONFIG", "GET", "save") == [b"save", b"900 1 300 10 60 5"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_supervised_systemd_notifies_ready(server_kind, keel_bin, tmp_path):
+    import socket
+    notify_path = tmp_path / "notify.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
+        notify.bind(str(notify_path))
+        notify.settimeout(20)
+        port = free_port()
+        exe = str(keel_bin) if server_kind == "keel" else shutil.which("redis-server")
+        env = dict(os.environ, NOTIFY_SOCKET=str(notify_path))
+        proc = subprocess.Popen([exe, "--port", str(port), "--supervised", "systemd",
+                                 "--daemonize", "yes", "--dir", str(tmp_path)],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            messages = b""
+            while b"READY=1" not in messages:
+                messages += notify.recv(4096)
+            # Supervised, daemonize is ignored: the process systemd started is the server.
+            assert proc.poll() is None
+            assert wait_for_ping(port, proc)
+            with RespConn(port) as c:
+                assert c.call("CONFIG", "GET", "supervised") == [b"supervised", b"systemd"]
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=20) == 0

@@ -112,6 +112,9 @@ pub struct Config {
     /// Values of the directives keel accepts without honouring them (see
     /// `redis_conf.rs`), as CONFIG GET shows them, by name.
     pub accepted: std::collections::BTreeMap<&'static str, String>,
+    /// Whether a `save` line was read already at start-up: as in Redis,
+    /// the first replaces the default and later ones add their points.
+    save_loaded: bool,
 }
 
 /// The pidfile a daemonized keel writes when `pidfile` is not set.
@@ -310,6 +313,7 @@ impl Default for Config {
             enable_protected_configs: DebugCommand::No,
             jemalloc_bg_thread: true,
             accepted: Default::default(),
+            save_loaded: false,
         }
     }
 }
@@ -1136,7 +1140,18 @@ impl Config {
             return Err(why.to_string());
         }
         let directive = directive(name).ok_or_else(|| format!("unknown directive '{name}'"))?;
-        (directive.set)(self, values)
+        let adds_points = directive.name == "save" && self.save_loaded;
+        let values: Vec<String> = match values {
+            [] | [_] if values.concat().is_empty() => values.to_vec(),
+            _ if adds_points => (directive.get)(self)
+                .split_whitespace()
+                .map(String::from)
+                .chain(values.iter().cloned())
+                .collect(),
+            _ => values.to_vec(),
+        };
+        self.save_loaded |= directive.name == "save";
+        (directive.set)(self, &values)
             .map_err(|e| format!("invalid value for '{}': {e}", directive.name))
     }
 }

@@ -718,6 +718,20 @@ mod tests {
     }
 
     #[test]
+    fn save_lines_in_a_file_add_up_and_an_empty_one_clears() {
+        let mut config = Config::default();
+        config
+            .apply_text("save 900 1\nsave 300 10\n", "redis.conf")
+            .unwrap();
+        let save = |c: &Config| (crate::config::directive("save").unwrap().get)(c);
+        assert_eq!(save(&config), "900 1 300 10");
+        config
+            .apply_text("save \"\"\nsave 60 5\n", "redis.conf")
+            .unwrap();
+        assert_eq!(save(&config), "60 5");
+    }
+
+    #[test]
     fn aliases_ignored_and_refused_lines_in_a_file() {
         let mut config = Config::default();
         config
