@@ -45,6 +45,8 @@ KNOWN_DIVERGENCES: list[tuple[str, object]] = [
     ("small sets of strings are listpacks in keel, as in Redis 7.2 (7.0 says hashtable)",
      lambda cmd, keel, redis: cmd[0].upper() == "OBJECT" and keel == b"listpack"
      and redis == b"hashtable"),
+    ("COMMAND alone lists each server's own command table",
+     lambda cmd, keel, redis: [c.upper() for c in cmd] == ["COMMAND"]),
 ]
 
 # Replies compared with a tolerance: (command, tolerance).
@@ -84,6 +86,7 @@ class CommandGenerator:
             self.dump_cmd: 2,
             self.geo_cmd: 8,
             self.hll_cmd: 6,
+            self.server_cmd: 2,
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
@@ -370,6 +373,31 @@ class CommandGenerator:
             + self.rng.choice([[], ["LIMIT", str(self.rng.randint(0, 3))]]),
         ])()
 
+    # Directives keel accepts with Redis's checks, and values valid or not.
+    CONFIG_VALUES = {
+        "hz": ["5", "10", "0", "-1", "x"], "save": ["", "100 10", "0 1", "60"],
+        "appendfsync": ["always", "EVERYSEC", "never"], "activerehashing": ["yes", "no", "1"],
+        "auto-aof-rewrite-min-size": ["64mb", "1k", "-1", "lots"],
+        "shutdown-on-sigterm": ["default", "now nosave", "later"],
+        "lua-time-limit": ["5000", "-5"], "slave-priority": ["100", "7"],
+        "oom-score-adj": ["no", "relative", "absolute", "maybe"],
+    }
+
+    def server_cmd(self):
+        name = self.rng.choice(list(self.CONFIG_VALUES))
+        keyed = self.rng.choice([self.hash_cmd, self.set_cmd, self.zset_cmd, self.get,
+                                 self.set, self.mset, self.rename, self.getdel])
+        return self.rng.choice([
+            lambda: ["CONFIG", "SET", name, self.rng.choice(self.CONFIG_VALUES[name])],
+            lambda: ["CONFIG", "GET", name],
+            lambda: ["CONFIG", "GET", self.rng.choice(["*ziplist*", "slave-*", "repl-*",
+                                                       "*aof*", "nosuch"])],
+            lambda: ["COMMAND", self.rng.choice(["GETKEYS", "GETKEYSANDFLAGS"])] + keyed(),
+            # Redis blocks a WAIT for replicas it does not have: ask for none.
+            lambda: ["WAIT", self.rng.choice(["0", "-1", "x"]), self.integer(0, 2)],
+            lambda: ["LOLWUT"] + self.rng.choice([[], ["VERSION", self.integer(0, 4)]]),
+        ])()
+
     def list_cmd(self):
         k = self.key()
         return self.rng.choice([
@@ -643,7 +671,7 @@ def normalize(cmd, reply):
     name = cmd[0].upper()
     if name in UNORDERED and isinstance(reply, list):
         return sorted(reply)
-    if name == "HGETALL" and isinstance(reply, list):
+    if (name == "HGETALL" or cmd[:2] == ["CONFIG", "GET"]) and isinstance(reply, list):
         return sorted(zip(reply[::2], reply[1::2]))
     return reply
 

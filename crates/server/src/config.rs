@@ -93,6 +93,74 @@ pub struct Config {
     pub acceptor_realtime: bool,
     /// The `lazyfree-lazy-*` and `replica-lazy-flush` directives.
     pub lazyfree: crate::lazyfree::Settings,
+    /// Whether clients not on the loopback interface are refused while the
+    /// default user has no password (`protected-mode`).
+    pub protected_mode: bool,
+    /// Whether keel detaches from the terminal at start-up (`daemonize`).
+    pub daemonize: bool,
+    /// Where keel writes its process id; empty for nowhere, unless
+    /// daemonized (then [`DEFAULT_PIDFILE`]).
+    pub pidfile: String,
+    /// Which supervisor to tell that keel is ready (`supervised`).
+    pub supervised: Supervised,
+    /// The working directory (`dir`), as given; keel changes to it at
+    /// start-up, and CONFIG GET shows the absolute path.
+    pub dir: String,
+    /// Who may CONFIG SET `dir` and `dbfilename`
+    /// (`enable-protected-configs`; the same three choices as DEBUG).
+    pub enable_protected_configs: DebugCommand,
+    /// Whether jemalloc's background threads purge freed memory
+    /// (`jemalloc-bg-thread`).
+    pub jemalloc_bg_thread: bool,
+    /// Values of the directives keel accepts without honouring them (see
+    /// `redis_conf.rs`), as CONFIG GET shows them, by name.
+    pub accepted: std::collections::BTreeMap<&'static str, String>,
+    /// Whether a `save` line was read already at start-up: as in Redis,
+    /// the first replaces the default and later ones add their points.
+    save_loaded: bool,
+}
+
+/// The pidfile a daemonized keel writes when `pidfile` is not set.
+pub const DEFAULT_PIDFILE: &str = "/var/run/keel.pid";
+
+/// `supervised`: the init system keel tells when it is ready, as Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Supervised {
+    /// None.
+    No,
+    /// upstart: keel stops itself (SIGSTOP) once ready.
+    Upstart,
+    /// systemd: keel sends READY=1 to `$NOTIFY_SOCKET`.
+    Systemd,
+    /// systemd if `$NOTIFY_SOCKET` is set, upstart if `$UPSTART_JOB` is.
+    Auto,
+}
+
+impl Supervised {
+    const NAMES: [(&'static str, Supervised); 4] = [
+        ("upstart", Supervised::Upstart),
+        ("systemd", Supervised::Systemd),
+        ("auto", Supervised::Auto),
+        ("no", Supervised::No),
+    ];
+
+    fn name(self) -> &'static str {
+        let (name, _) = Self::NAMES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .expect("listed");
+        name
+    }
+
+    fn parse(text: &str) -> Result<Supervised, String> {
+        Self::NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(text))
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                "argument(s) must be one of the following: upstart, systemd, auto, no".into()
+            })
+    }
 }
 
 /// `enable-debug-command`: who may run DEBUG, as in Redis 7.
@@ -119,6 +187,15 @@ impl DebugCommand {
             .find(|(_, v)| *v == self)
             .expect("listed");
         name
+    }
+
+    /// Whether a client from `addr` is allowed.
+    pub fn allows(self, addr: std::net::SocketAddr) -> bool {
+        match self {
+            DebugCommand::No => false,
+            DebugCommand::Yes => true,
+            DebugCommand::Local => is_local(addr),
+        }
     }
 
     fn parse(text: &str) -> Result<DebugCommand, String> {
@@ -232,6 +309,15 @@ impl Default for Config {
             maxclients: DEFAULT_MAXCLIENTS,
             acceptor_realtime: false,
             lazyfree: crate::lazyfree::Settings::default(),
+            protected_mode: true,
+            daemonize: false,
+            pidfile: String::new(),
+            supervised: Supervised::No,
+            dir: String::new(),
+            enable_protected_configs: DebugCommand::No,
+            jemalloc_bg_thread: true,
+            accepted: Default::default(),
+            save_loaded: false,
         }
     }
 }
@@ -271,14 +357,16 @@ macro_rules! encoding_threshold {
 pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "bind",
-        mutable: false,
+        mutable: true,
         get: |c| c.bind.join(" "),
         set: |c, v| {
             // Redis's "-addr" means "skip if unavailable"; keel binds what it
-            // can and fails only if nothing binds, so the prefix is dropped.
+            // can and fails only if nothing binds, so the prefix is kept (as
+            // CONFIG GET shows it) and ignored when binding.
             c.bind = v
                 .iter()
-                .map(|a| a.trim_start_matches('-').to_string())
+                .flat_map(|w| w.split_whitespace())
+                .map(String::from)
                 .collect();
             if c.bind.is_empty() {
                 return Err("wrong number of arguments".into());
@@ -288,7 +376,7 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "port",
-        mutable: false,
+        mutable: true,
         get: |c| c.port.to_string(),
         set: |c, v| {
             c.port = int_in(one(v)?, 0, 65535)? as u16;
@@ -465,9 +553,16 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         set: |c, v| {
             let text = one(v)?;
+            let invalid = || "argument must be a memory or percent value".to_string();
             c.maxmemory_clients = match text.strip_suffix('%') {
-                Some(p) => ClientMemory::PercentOfMaxmemory(int_in(p, 1, 100)? as u64),
-                None => ClientMemory::Bytes(memory(text)?),
+                Some(p) => match p.parse::<u64>().map_err(|_| invalid())? {
+                    0 => ClientMemory::Bytes(0),
+                    p if p > 100 => {
+                        return Err("percentage argument must be less or equal to 100".into())
+                    }
+                    p => ClientMemory::PercentOfMaxmemory(p),
+                },
+                None => ClientMemory::Bytes(parse_memory(text).ok_or_else(invalid)?),
             };
             Ok(())
         },
@@ -714,6 +809,69 @@ pub static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "protected-mode",
+        mutable: true,
+        get: |c| yes_no(c.protected_mode).into(),
+        set: |c, v| {
+            c.protected_mode = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "daemonize",
+        mutable: false,
+        get: |c| yes_no(c.daemonize).into(),
+        set: |c, v| {
+            c.daemonize = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "pidfile",
+        mutable: false,
+        get: |c| c.pidfile.clone(),
+        set: |c, v| {
+            c.pidfile = one(v)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "supervised",
+        mutable: false,
+        get: |c| c.supervised.name().into(),
+        set: |c, v| {
+            c.supervised = Supervised::parse(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "dir",
+        mutable: true,
+        get: |c| c.dir.clone(),
+        set: |c, v| {
+            c.dir = one(v)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "enable-protected-configs",
+        mutable: false,
+        get: |c| c.enable_protected_configs.name().to_string(),
+        set: |c, v| {
+            c.enable_protected_configs = DebugCommand::parse(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "jemalloc-bg-thread",
+        mutable: true,
+        get: |c| yes_no(c.jemalloc_bg_thread).into(),
+        set: |c, v| {
+            c.jemalloc_bg_thread = parse_yes_no(one(v)?)?;
+            Ok(())
+        },
+    },
+    Directive {
         name: "list-max-listpack-size",
         mutable: true,
         get: |c| c.encodings.list_max_listpack_size.to_string(),
@@ -724,11 +882,72 @@ pub static DIRECTIVES: &[Directive] = &[
     },
 ];
 
-/// The directive called `name` (case-insensitive).
+/// Directives only a client allowed by `enable-protected-configs` may
+/// CONFIG SET, as in Redis 7.
+pub const PROTECTED: &[&str] = &["dir", "dbfilename"];
+
+/// Every directive: those keel honours, then those it accepts (see
+/// `redis_conf.rs`).
+pub fn all() -> impl Iterator<Item = &'static Directive> {
+    DIRECTIVES.iter().chain(crate::redis_conf::ACCEPTED)
+}
+
+/// The directive called `name` or one of its aliases (case-insensitive),
+/// hidden ones included.
 pub fn directive(name: &str) -> Option<&'static Directive> {
-    DIRECTIVES
+    let name = crate::redis_conf::ALIASES
         .iter()
+        .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
+        .map_or(name, |&(_, target)| target);
+    all()
+        .chain(crate::redis_conf::HIDDEN)
         .find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// Every name CONFIG GET knows, with its directive and whether it is
+/// hidden (shown only when asked for by that exact name): each
+/// directive's own name, then each alias, then the hidden directives.
+pub fn names() -> impl Iterator<Item = (&'static str, &'static Directive, bool)> {
+    all()
+        .map(|d| (d.name, d, false))
+        .chain(
+            crate::redis_conf::ALIASES
+                .iter()
+                .filter_map(|&(alias, _)| Some((alias, directive(alias)?, false))),
+        )
+        .chain(crate::redis_conf::HIDDEN.iter().map(|d| (d.name, d, true)))
+}
+
+/// Changes the working directory to `dir` (`dir` directive); returns it as
+/// an absolute path, as CONFIG GET shows it.
+pub fn change_dir(dir: &str) -> Result<String, String> {
+    if !dir.is_empty() {
+        std::env::set_current_dir(dir).map_err(|e| strerror(&e))?;
+    }
+    std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .map_err(|e| strerror(&e))
+}
+
+/// An I/O error as C's strerror words it ("No such file or directory"),
+/// without Rust's " (os error 2)".
+pub fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// Whether `addr` is the loopback interface (IPv4, IPv6, or IPv4 mapped
+/// into IPv6), as Redis's protected mode and `local` options mean it.
+pub fn is_local(addr: std::net::SocketAddr) -> bool {
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) => ip.is_loopback(),
+        std::net::IpAddr::V6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
 }
 
 fn one(values: &[String]) -> Result<&str, String> {
@@ -746,7 +965,7 @@ fn yes_no(on: bool) -> &'static str {
     }
 }
 
-fn parse_yes_no(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_yes_no(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
         "yes" => Ok(true),
         "no" => Ok(false),
@@ -761,7 +980,7 @@ pub fn format_percentile(percentile: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-fn int_in(text: &str, min: i64, max: i64) -> Result<i64, String> {
+pub(crate) fn int_in(text: &str, min: i64, max: i64) -> Result<i64, String> {
     let n: i64 = text
         .parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
@@ -818,7 +1037,10 @@ impl Config {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| ConfigError(format!("can't read config file '{path}': {e}")))?;
             config.apply_text(&text, path)?;
-            config.config_file = Some(path.clone());
+            // Absolute, so CONFIG REWRITE finds it after keel changes to `dir`.
+            let absolute = std::path::absolute(path)
+                .map_or_else(|_| path.clone(), |p| p.to_string_lossy().into_owned());
+            config.config_file = Some(absolute);
             rest = &rest[1..];
         }
         let mut line: Vec<String> = Vec::new();
@@ -863,7 +1085,54 @@ impl Config {
                 .into_iter()
                 .map(|w| String::from_utf8_lossy(&w).into_owned())
                 .collect();
-            self.apply(&words).map_err(located)?;
+            match words.as_slice() {
+                [include, pattern] if include.eq_ignore_ascii_case("include") => {
+                    self.include(pattern, source).map_err(located)?
+                }
+                _ => self.apply(&words).map_err(located)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// `include path`: applies the file, or each file matching a pattern
+    /// with `*` or `?` in its last part, in name order (none matching is
+    /// no error, as in Redis). A relative path is taken from the including
+    /// file's folder.
+    fn include(&mut self, pattern: &str, source: &str) -> Result<(), String> {
+        let base = std::path::Path::new(source)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        let pattern = base.join(pattern);
+        let name = pattern
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let paths = if name.contains(['*', '?']) {
+            let folder = pattern.parent().unwrap_or(std::path::Path::new("."));
+            let mut matches: Vec<_> = std::fs::read_dir(folder)
+                .map_err(|e| format!("can't read '{}': {e}", folder.display()))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        keel_store::glob_match(
+                            name.as_bytes(),
+                            n.to_string_lossy().as_bytes(),
+                            false,
+                        )
+                    })
+                })
+                .collect();
+            matches.sort();
+            matches
+        } else {
+            vec![pattern]
+        };
+        for path in paths {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("can't read included file '{shown}': {e}"))?;
+            self.apply_text(&text, &shown).map_err(|e| e.0)?;
         }
         Ok(())
     }
@@ -871,8 +1140,31 @@ impl Config {
     /// Applies one directive given as words (`["maxmemory", "1gb"]`).
     fn apply(&mut self, words: &[String]) -> Result<(), String> {
         let (name, values) = words.split_first().ok_or("empty directive")?;
+        if crate::redis_conf::IGNORED
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
+        {
+            return Ok(());
+        }
+        if let Some((_, why)) = crate::redis_conf::REFUSED
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Err(why.to_string());
+        }
         let directive = directive(name).ok_or_else(|| format!("unknown directive '{name}'"))?;
-        (directive.set)(self, values)
+        let adds_points = directive.name == "save" && self.save_loaded;
+        let values: Vec<String> = match values {
+            [] | [_] if values.concat().is_empty() => values.to_vec(),
+            _ if adds_points => (directive.get)(self)
+                .split_whitespace()
+                .map(String::from)
+                .chain(values.iter().cloned())
+                .collect(),
+            _ => values.to_vec(),
+        };
+        self.save_loaded |= directive.name == "save";
+        (directive.set)(self, &values)
             .map_err(|e| format!("invalid value for '{}': {e}", directive.name))
     }
 }
@@ -903,7 +1195,7 @@ impl Config {
                 }
             }
         }
-        for d in DIRECTIVES {
+        for d in all() {
             if !written.contains(&d.name) && (d.get)(self) != (d.get)(&defaults) {
                 out.push_str(&self.line_for(d));
             }

@@ -206,6 +206,12 @@ pub async fn welcome(
         refuse_over_maxclients(&server, &socket, addr);
         return None;
     }
+    if refused_by_protected_mode(&server, addr) {
+        let _ = socket.try_write(PROTECTED_MODE_DENIED);
+        server.stats.count_rejected_connection();
+        verbose!("Refused client addr={addr}: protected mode");
+        return None;
+    }
     let local = socket.local_addr().unwrap_or(addr);
     let handle = server.clients.register(addr, local, unix_ms());
     if server.is_shutting_down() {
@@ -240,6 +246,16 @@ pub async fn welcome(
     }
     close(&server, &mut client);
     None
+}
+
+/// Redis's reply to a client that protected mode refuses.
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Protected mode (as Redis 7): while the default user has no password,
+/// only clients on the loopback interface are served.
+fn refused_by_protected_mode(server: &Server, addr: SocketAddr) -> bool {
+    let config = server.config.read();
+    config.protected_mode && config.requirepass.is_empty() && !crate::config::is_local(addr)
 }
 
 /// Answers a connection past `maxclients` with Redis's error and closes

@@ -16,7 +16,9 @@ mod log;
 mod memory;
 mod metrics;
 mod priority;
+mod process;
 mod pubsub;
+mod redis_conf;
 mod server;
 mod slowlog;
 mod stats;
@@ -57,10 +59,17 @@ fn main() {
         );
         return;
     }
-    let config = match config::Config::from_args(&args) {
+    let mut config = match config::Config::from_args(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("keel-server: configuration error: {e}");
+            std::process::exit(1);
+        }
+    };
+    let pidfile = match process::prepare(&mut config) {
+        Ok(written) => written,
+        Err(e) => {
+            eprintln!("keel-server: {e}");
             std::process::exit(1);
         }
     };
@@ -78,6 +87,9 @@ fn main() {
         Ok(rt) => rt.block_on(server::run(config)),
         Err(e) => Err(e),
     };
+    if let Some(path) = pidfile {
+        let _ = std::fs::remove_file(path);
+    }
     if let Err(e) = result {
         warning!("keel-server: {e}");
         std::process::exit(1);

@@ -41,6 +41,53 @@ pub fn sample() -> MemorySample {
     }
 }
 
+/// Asks jemalloc to give the pages it holds free back to the system, in
+/// every arena (MEMORY PURGE).
+pub fn purge() {
+    // "arena.<MALLCTL_ARENAS_ALL>.purge": a call that reads and writes
+    // nothing.
+    const PURGE_ALL: &[u8] = b"arena.4096.purge\0";
+    // SAFETY: a NUL-terminated name, and null old/new pointers with zero
+    // lengths, as this mallctl takes.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            PURGE_ALL.as_ptr().cast(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
+}
+
+/// jemalloc's own statistics report (MEMORY MALLOC-STATS), between the
+/// markers Redis puts around it.
+pub fn malloc_stats() -> String {
+    unsafe extern "C" fn append(report: *mut std::ffi::c_void, text: *const std::ffi::c_char) {
+        // SAFETY: `report` is the String passed below, alive for the whole
+        // call; jemalloc passes NUL-terminated text.
+        let (report, text) = unsafe {
+            (
+                &mut *report.cast::<String>(),
+                std::ffi::CStr::from_ptr(text),
+            )
+        };
+        report.push_str(&text.to_string_lossy());
+    }
+    let mut report = String::from("___ Begin jemalloc statistics ___\n");
+    // SAFETY: the callback only appends to `report`, which outlives the
+    // call; null options mean jemalloc's defaults.
+    unsafe {
+        tikv_jemalloc_sys::malloc_stats_print(
+            Some(append),
+            (&mut report as *mut String).cast(),
+            std::ptr::null(),
+        );
+    }
+    report.push_str("--- End jemalloc statistics ---\n");
+    report
+}
+
 fn system_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()

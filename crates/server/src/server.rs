@@ -30,7 +30,7 @@
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,7 +69,12 @@ pub struct Server {
     /// A random id for this run, as Redis's run_id.
     pub run_id: String,
     /// The TCP port actually listened on.
-    pub port: u16,
+    pub port: AtomicU16,
+    /// The sockets listened on, each with the `bind` address and port it
+    /// was bound for (a duplicate of the descriptor the acceptor uses), and
+    /// where CONFIG SET `port` or `bind` sends the ones that replace them
+    /// (to the main thread's loop, see [`run`]).
+    listeners: parking_lot::Mutex<Listening>,
     /// Settings read on every request, as atomics so the connection path
     /// takes no lock to read them.
     pub hot: HotConfig,
@@ -88,6 +93,13 @@ pub struct Server {
     /// The slow log (SLOWLOG).
     pub slowlog: crate::slowlog::SlowLog,
     shutdown: watch::Sender<bool>,
+}
+
+/// The listening sockets, for CONFIG SET `port` and `bind`.
+#[derive(Default)]
+struct Listening {
+    sockets: Vec<(String, u16, std::net::TcpListener)>,
+    replace: Option<mpsc::UnboundedSender<Vec<std::net::TcpListener>>>,
 }
 
 /// Copies of the settings connections consult per read; kept in step with
@@ -136,7 +148,8 @@ impl Server {
             commands,
             started_ms: now,
             run_id,
-            port,
+            port: AtomicU16::new(port),
+            listeners: Default::default(),
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
             reserved_for_writes: AtomicUsize::new(0),
@@ -218,15 +231,62 @@ impl Server {
         );
         crate::log::set_level(config.loglevel);
         crate::lazyfree::configure(&config.lazyfree);
+        // Only ever fails if jemalloc was built without background threads.
+        let _ = tikv_jemalloc_ctl::background_thread::write(config.jemalloc_bg_thread);
     }
 
     /// Starts an orderly shutdown: listeners stop, connections finish what
     /// they have read and close.
     pub fn begin_shutdown(&self) {
+        // The acceptors' sockets close as they stop; these duplicates too.
+        self.listeners.lock().sockets.clear();
         self.shutdown.send_replace(true);
         for client in self.clients.list() {
             client.kill();
         }
+    }
+
+    /// Listens on `bind` and `port` instead of the current addresses (CONFIG
+    /// SET): binds at once, so an address that can't be bound is an error
+    /// for the caller and nothing changes; the main thread then stops
+    /// accepting on the old sockets and accepts on these. Connections
+    /// already accepted stay.
+    ///
+    /// An address listened on already, on the same port, keeps its socket
+    /// (a new one could not be bound beside it). As in Redis, only an
+    /// address marked optional ("-::1") may fail to bind.
+    pub fn listen_instead(&self, bind: &[String], port: u16, backlog: u32) -> std::io::Result<()> {
+        let mut listening = self.listeners.lock();
+        let mut bound = Vec::new();
+        let mut last_error = None;
+        for addr in bind {
+            let kept = listening
+                .sockets
+                .iter()
+                .find(|(a, p, _)| a == addr && *p == port)
+                .map(|(_, _, socket)| socket.try_clone());
+            match kept.unwrap_or_else(|| listen_now(listen_host(addr), port, backlog)) {
+                Ok(socket) => bound.push((addr.clone(), port, socket)),
+                Err(e) if addr.starts_with('-') => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        if let (true, Some(e)) = (bound.is_empty(), last_error) {
+            return Err(e);
+        }
+        if let Some((_, _, socket)) = bound.first() {
+            self.port
+                .store(socket.local_addr()?.port(), Ordering::Relaxed);
+        }
+        let for_acceptors = bound
+            .iter()
+            .map(|(_, _, socket)| socket.try_clone())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        if let Some(sender) = &listening.replace {
+            let _ = sender.send(for_acceptors);
+        }
+        listening.sockets = bound;
+        Ok(())
     }
 
     /// True once shutdown has begun.
@@ -241,18 +301,14 @@ impl Server {
 }
 
 /// Binds `port` on every configured address; fails only if none can be
-/// bound.
-async fn bind(config: &Config, port: u16) -> std::io::Result<Vec<TcpListener>> {
+/// bound. Each socket comes with the address it was bound for.
+async fn bind(config: &Config, port: u16) -> std::io::Result<Vec<(String, TcpListener)>> {
     let mut listeners = Vec::new();
     let mut last_error = None;
     for addr in &config.bind {
-        let host = if addr == "*" {
-            "0.0.0.0"
-        } else {
-            addr.as_str()
-        };
+        let host = listen_host(addr);
         match listen(host, port, config.tcp_backlog).await {
-            Ok(l) => listeners.push(l),
+            Ok(l) => listeners.push((addr.clone(), l)),
             Err(e) => {
                 warning!("Could not create server TCP listening socket {addr}:{port}: {e}");
                 last_error = Some(e);
@@ -263,6 +319,43 @@ async fn bind(config: &Config, port: u16) -> std::io::Result<Vec<TcpListener>> {
         (true, Some(e)) => Err(e),
         _ => Ok(listeners),
     }
+}
+
+/// The host a `bind` address means. A leading "-" (Redis's "skip if
+/// unavailable") changes nothing: keel skips any address it can't bind.
+/// "*" and "::*" are every interface.
+fn listen_host(addr: &str) -> &str {
+    match addr.trim_start_matches('-') {
+        "*" => "0.0.0.0",
+        "::*" => "::",
+        other => other,
+    }
+}
+
+/// [`listen`], from a thread that is not the event loop's (CONFIG SET).
+fn listen_now(host: &str, port: u16, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use std::net::ToSocketAddrs;
+    let mut last_error = None;
+    for addr in (host, port).to_socket_addrs()? {
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        let backlog = i32::try_from(backlog).unwrap_or(i32::MAX);
+        match socket
+            .bind(&addr.into())
+            .and_then(|()| socket.listen(backlog))
+        {
+            Ok(()) => return Ok(socket.into()),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "no address to bind")
+    }))
 }
 
 /// A listening socket on `host:port` with a queue of `backlog` connections
@@ -372,13 +465,17 @@ impl Worker {
 /// Runs the server until shutdown; returns once connections have closed.
 /// Call it from a single-threaded runtime on the main thread.
 pub async fn run(config: Config) -> std::io::Result<()> {
-    let listeners = bind(&config, config.port).await?;
+    let bound = bind(&config, config.port).await?;
     let metrics_listeners = match config.metrics_port {
         0 => Vec::new(),
-        port => bind(&config, port).await?,
+        port => bind(&config, port)
+            .await?
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect(),
     };
-    let port = listeners[0].local_addr()?.port();
-    if let Err(e) = presize_descriptor_table(&listeners[0]) {
+    let port = bound[0].1.local_addr()?.port();
+    if let Err(e) = presize_descriptor_table(&bound[0].1) {
         warning!("Could not size the descriptor table ahead: {e}");
     }
     let threads = config.threads;
@@ -392,18 +489,35 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         "keel {} ready to accept connections on port {port} ({threads} threads)",
         env!("CARGO_PKG_VERSION")
     );
+    let supervised = server.config.read().supervised;
+    crate::process::ready(supervised);
     let next_worker = Arc::new(AtomicUsize::new(0));
-    let acceptors: Vec<_> = listeners
-        .into_iter()
-        .map(|l| {
-            tokio::spawn(accept_loop(
-                server.clone(),
-                l,
-                senders.clone(),
-                next_worker.clone(),
-            ))
-        })
-        .collect();
+    let accept_on = |listeners: Vec<TcpListener>| -> Vec<_> {
+        listeners
+            .into_iter()
+            .map(|l| {
+                tokio::spawn(accept_loop(
+                    server.clone(),
+                    l,
+                    senders.clone(),
+                    next_worker.clone(),
+                ))
+            })
+            .collect()
+    };
+    let (replace, mut replacements) = mpsc::unbounded_channel();
+    {
+        let configured_port = server.config.read().port;
+        let mut listening = server.listeners.lock();
+        for (addr, listener) in &bound {
+            let socket = socket2::SockRef::from(listener).try_clone()?;
+            listening
+                .sockets
+                .push((addr.clone(), configured_port, socket.into()));
+        }
+        listening.replace = Some(replace);
+    }
+    let mut acceptors = accept_on(bound.into_iter().map(|(_, l)| l).collect());
     start_metrics(server.clone(), metrics_listeners)?;
     let real_time = server.config.read().acceptor_realtime;
     let priority = crate::priority::raise_this_thread_for_accepting(real_time);
@@ -426,11 +540,25 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     start_maintenance(server.clone(), may_raise_priority)?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => notice!("Received SIGINT scheduling shutdown..."),
-        _ = sigterm.recv() => notice!("Received SIGTERM scheduling shutdown..."),
-        _ = shutdown.wait_for(|&s| s) => notice!("User requested shutdown..."),
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => notice!("Received SIGINT scheduling shutdown..."),
+            _ = sigterm.recv() => notice!("Received SIGTERM scheduling shutdown..."),
+            _ = shutdown.wait_for(|&s| s) => notice!("User requested shutdown..."),
+            Some(listeners) = replacements.recv() => {
+                // CONFIG SET port or bind: accept on the new sockets only.
+                acceptors.iter().for_each(|a| a.abort());
+                let listeners = listeners
+                    .into_iter()
+                    .map(TcpListener::from_std)
+                    .collect::<std::io::Result<Vec<_>>>()?;
+                acceptors = accept_on(listeners);
+                continue;
+            }
+        }
+        break;
     }
+    crate::process::stopping(supervised);
     server.begin_shutdown();
     for acceptor in acceptors {
         let _ = acceptor.await;

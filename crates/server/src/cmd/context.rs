@@ -21,6 +21,7 @@ pub mod connection;
 pub mod edit;
 pub mod geo;
 pub mod hll;
+pub mod key_flags;
 pub mod long_double;
 pub mod pop;
 pub mod random;

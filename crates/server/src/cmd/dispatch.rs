@@ -44,8 +44,11 @@ fn unknown_command(args: &[Bytes]) -> Error {
 /// Finds the spec for `args`, descending into container commands, and
 /// checks arity. Errors here are "rejected" in Redis's statistics.
 pub(super) fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<usize>, Error)> {
+    // A subcommand's own name (`config|get`) is no command a client may
+    // send, as in Redis.
     let id = table
         .id(&args[0])
+        .filter(|&id| !table.specs[id].name.contains('|'))
         .ok_or_else(|| (None, unknown_command(args)))?;
     let spec = table.specs[id];
     if !spec.accepts(args.len()) {

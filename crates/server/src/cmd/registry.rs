@@ -188,6 +188,8 @@ static COMMANDS: &[&Spec] = &[
     &server::slowlog::SPEC,
     &string::strlen::SPEC,
     &server::time::SPEC,
+    &server::wait::SPEC,
+    &server::lolwut::SPEC,
     &generic::exists::TOUCH,
     &generic::ttl::TTL,
     &generic::ttl::PTTL,

@@ -1,11 +1,14 @@
-//! COMMAND [COUNT | INFO | DOCS | LIST | GETKEYS] — describe the command
-//! table, in Redis 7's reply shapes, for client libraries and redis-cli.
+//! COMMAND [COUNT | INFO | DOCS | LIST | GETKEYS | GETKEYSANDFLAGS] —
+//! describe the command table, in Redis 7's reply shapes, for client
+//! libraries and redis-cli; GETKEYS and GETKEYSANDFLAGS find the keys of a
+//! full command line (and how it uses each).
 //! Everything is read from the same [`Spec`]s dispatch uses, so what keel
 //! reports is what keel does.
 
 use bytes::Bytes;
 use keel_resp::Writer;
 
+use crate::cmd::context::key_flags::key_flags;
 use crate::cmd::context::keys_of;
 use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE, HELP};
 use crate::cmd::registry::Table;
@@ -28,7 +31,15 @@ pub const SPEC: Spec = Spec {
         all.into_iter().for_each(|s| write_info(&mut w, s));
         Ok(())
     },
-    subcommands: &[&COUNT, &INFO, &DOCS, &LIST, &GETKEYS, &COMMAND_HELP],
+    subcommands: &[
+        &COUNT,
+        &INFO,
+        &DOCS,
+        &LIST,
+        &GETKEYS,
+        &GETKEYSANDFLAGS,
+        &COMMAND_HELP,
+    ],
     ..BASE
 };
 
@@ -106,11 +117,38 @@ const LIST: Spec = Spec {
 
 const GETKEYS: Spec = Spec {
     name: "command|getkeys",
-    arity: -3,
-    summary: "Extracts the key names from an arbitrary command.",
+    arity: -4,
+    summary: "Extract keys given a full Redis command",
     since: "2.8.13",
     complexity: "O(N) where N is the number of arguments to the command",
-    run: getkeys,
+    run: |ctx, args| {
+        let keys = command_keys(ctx, args)?;
+        let mut w = ctx.w();
+        w.array(keys.len());
+        keys.iter().for_each(|(k, _)| w.bulk(k));
+        Ok(())
+    },
+    ..SUB
+};
+
+const GETKEYSANDFLAGS: Spec = Spec {
+    name: "command|getkeysandflags",
+    arity: -4,
+    summary: "Extract keys and access flags given a full Redis command",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of arguments to the command",
+    run: |ctx, args| {
+        let keys = command_keys(ctx, args)?;
+        let mut w = ctx.w();
+        w.array(keys.len());
+        for (key, flags) in keys {
+            w.array(2);
+            w.bulk(&key);
+            w.set(flags.len());
+            flags.iter().for_each(|f| w.simple(f));
+        }
+        Ok(())
+    },
     ..SUB
 };
 
@@ -205,7 +243,10 @@ fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     Ok(())
 }
 
-fn getkeys(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+/// The keys of the command line after `COMMAND GETKEYS[ANDFLAGS]`, each
+/// with its access flags, or Redis's error for a command line without keys
+/// or that is not one.
+fn command_keys(ctx: &Ctx, args: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static str>)>, Error> {
     let table = &ctx.server.commands;
     let command = &args[2..];
     let Some(mut id) = table.id(&command[0]) else {
@@ -234,10 +275,8 @@ fn getkeys(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if keys.is_empty() {
         return Err("ERR The command has no key arguments".into());
     }
-    let mut w = ctx.w();
-    w.array(keys.len());
-    keys.iter().for_each(|k| w.bulk(k));
-    Ok(())
+    let flags = key_flags(spec, command, keys.len());
+    Ok(keys.into_iter().cloned().zip(flags).collect())
 }
 
 #[cfg(test)]

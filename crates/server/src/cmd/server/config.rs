@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::config::{directive, DIRECTIVES};
+use crate::config::{directive, names, PROTECTED};
 use crate::server::Server;
 
 use crate::cmd::context::{errors, Ctx, Error, Spec, BASE, HELP};
@@ -77,18 +77,21 @@ const CONFIG_HELP: Spec = Spec {
 
 fn get(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let config = ctx.server.config.read().clone();
-    let matched: Vec<_> = DIRECTIVES
-        .iter()
-        .filter(|d| {
-            args[2..]
-                .iter()
-                .any(|p| keel_store::glob_match(p, d.name.as_bytes(), true))
+    let is_pattern = |p: &[u8]| p.iter().any(|b| b"*?[".contains(b));
+    let matched: Vec<_> = names()
+        .filter(|&(name, _, hidden)| {
+            args[2..].iter().any(|p| {
+                if hidden && is_pattern(p) {
+                    return false;
+                }
+                keel_store::glob_match(p, name.as_bytes(), true)
+            })
         })
         .collect();
     let mut w = ctx.w();
     w.map(matched.len());
-    for d in matched {
-        w.bulk(d.name.as_bytes());
+    for (name, d, _) in matched {
+        w.bulk(name.as_bytes());
         w.bulk((d.get)(&config).as_bytes());
     }
     Ok(())
@@ -98,7 +101,13 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if !args.len().is_multiple_of(2) {
         return Err(errors::SYNTAX.into());
     }
-    set_pairs(ctx.server, &args[2..])?;
+    let protected_allowed = ctx
+        .server
+        .config
+        .read()
+        .enable_protected_configs
+        .allows(ctx.client.handle.addr);
+    set_pairs(ctx.server, &args[2..], protected_allowed)?;
     ctx.w().ok();
     Ok(())
 }
@@ -107,41 +116,77 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 /// write-locked from the copy that is changed to the settings applied, so
 /// a concurrent CONFIG SET of another directive neither works on a copy
 /// without this change nor applies an older configuration after it.
-fn set_pairs(server: &Server, pairs: &[Bytes]) -> Result<(), Error> {
+/// `protected_allowed`: whether the caller may set [`PROTECTED`]
+/// directives. Setting a directive that only takes effect at start-up to
+/// the value it has changes nothing and succeeds (Redis refuses it), so
+/// that CONFIG GET's values can all be given back to CONFIG SET. As in
+/// Redis, every name is checked before any value.
+fn set_pairs(server: &Server, pairs: &[Bytes], protected_allowed: bool) -> Result<(), Error> {
     let mut config = server.config.write();
     let mut next = config.clone();
     let mut seen = Vec::new();
+    let mut changes = Vec::new();
     for pair in pairs.chunks(2) {
-        let name = String::from_utf8_lossy(&pair[0]);
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
         let Some(d) = directive(&name) else {
             return Err(format!(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )
             .into());
         };
-        let failed = |why: &str| {
-            Error::from(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-            ))
-        };
-        if seen.contains(&d.name) {
-            return Err(failed("duplicate parameter"));
-        }
-        seen.push(d.name);
-        if !d.mutable {
-            return Err(failed("can't set immutable config"));
-        }
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
         // bind takes several addresses in one value, as in keel.conf.
         let words: Vec<String> = match d.name {
             "bind" => value.split_whitespace().map(String::from).collect(),
             _ => vec![value],
         };
-        (d.set)(&mut next, &words).map_err(|e| failed(&e))?;
+        if !d.mutable {
+            let mut probe = next.clone();
+            let unchanged =
+                (d.set)(&mut probe, &words).is_ok() && (d.get)(&probe) == (d.get)(&next);
+            if !unchanged {
+                return Err(set_failed(&name, "can't set immutable config"));
+            }
+        }
+        if PROTECTED.contains(&d.name) && !protected_allowed {
+            return Err(set_failed(&name, "can't set protected config"));
+        }
+        // Redis tells duplicates by the name given: a directive and its
+        // alias may be set together (the last one wins).
+        let given = name.to_ascii_lowercase();
+        if seen.contains(&given) {
+            return Err(set_failed(&name, "duplicate parameter"));
+        }
+        seen.push(given);
+        if d.mutable {
+            changes.push((name, d, words));
+        }
+    }
+    for (name, d, words) in changes {
+        (d.set)(&mut next, &words).map_err(|e| set_failed(&name, &e))?;
+    }
+    if next.port != config.port || next.bind != config.bind {
+        server
+            .listen_instead(&next.bind, next.port, next.tcp_backlog)
+            .map_err(|e| {
+                let (name, why) = if next.port != config.port {
+                    ("port", "Unable to listen on this port")
+                } else {
+                    ("bind", "Failed to bind to specified addresses")
+                };
+                set_failed(name, &format!("{why}: {}", crate::config::strerror(&e)))
+            })?;
+    }
+    if next.dir != config.dir {
+        next.dir = crate::config::change_dir(&next.dir).map_err(|e| set_failed("dir", &e))?;
     }
     *config = next;
     server.apply(&config);
     Ok(())
+}
+
+fn set_failed(name: &str, why: &str) -> Error {
+    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").into()
 }
 
 fn rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
@@ -169,9 +214,13 @@ mod tests {
         for round in 0..200u64 {
             std::thread::scope(|scope| {
                 let server = &server;
-                scope.spawn(move || set_pairs(server, &pairs("timeout", round.to_string())));
+                scope.spawn(move || set_pairs(server, &pairs("timeout", round.to_string()), false));
                 scope.spawn(move || {
-                    set_pairs(server, &pairs("slowlog-max-len", (round + 1).to_string()))
+                    set_pairs(
+                        server,
+                        &pairs("slowlog-max-len", (round + 1).to_string()),
+                        false,
+                    )
                 });
             });
             let config = server.config.read();

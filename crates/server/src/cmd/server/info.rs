@@ -4,6 +4,7 @@
 //! that are keel's own start with `keel_`.
 
 use std::fmt::Write;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -125,7 +126,7 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("process_id", std::process::id().to_string());
             put("process_supervised", "no".into());
             put("run_id", server.run_id.clone());
-            put("tcp_port", server.port.to_string());
+            put("tcp_port", server.port.load(Ordering::Relaxed).to_string());
             put("server_time_usec", (now_ms * 1000).to_string());
             put("uptime_in_seconds", uptime.to_string());
             put("uptime_in_days", (uptime / 86_400).to_string());

@@ -5,6 +5,11 @@
 //! MEMORY STATS — where the process's memory goes, with Redis 7's field
 //! names, and keel's own breakdown of the dataset (keys and values, the
 //! tables holding them, the expiry index) and of the client budget.
+//!
+//! MEMORY DOCTOR — a report of memory problems Redis's doctor looks for
+//! (a past peak, fragmentation, RSS overhead, big client buffers), framed
+//! as Redis frames it. MEMORY PURGE — jemalloc gives its free pages back
+//! to the system. MEMORY MALLOC-STATS — jemalloc's statistics report.
 
 use bytes::Bytes;
 use keel_store::Shard;
@@ -19,7 +24,7 @@ pub const SPEC: Spec = Spec {
     summary: "A container for memory diagnostics commands.",
     since: "4.0.0",
     complexity: "Depends on subcommand.",
-    subcommands: &[&USAGE, &STATS, &MEMORY_HELP],
+    subcommands: &[&USAGE, &STATS, &DOCTOR, &PURGE, &MALLOC_STATS, &MEMORY_HELP],
     ..BASE
 };
 
@@ -43,6 +48,46 @@ const STATS: Spec = Spec {
     summary: "Returns details about memory usage.",
     since: "4.0.0",
     run: stats,
+    ..BASE
+};
+
+const DOCTOR: Spec = Spec {
+    name: "memory|doctor",
+    arity: 2,
+    acl: &["@slow"],
+    summary: "Outputs memory problems report",
+    since: "4.0.0",
+    run: doctor,
+    ..BASE
+};
+
+const PURGE: Spec = Spec {
+    name: "memory|purge",
+    arity: 2,
+    acl: &["@slow"],
+    summary: "Ask the allocator to release memory",
+    since: "4.0.0",
+    complexity: "Depends on how much memory is allocated, could be slow",
+    run: |ctx, _| {
+        crate::memory::purge();
+        ctx.w().ok();
+        Ok(())
+    },
+    ..BASE
+};
+
+const MALLOC_STATS: Spec = Spec {
+    name: "memory|malloc-stats",
+    arity: 2,
+    acl: &["@slow"],
+    summary: "Show allocator internal stats",
+    since: "4.0.0",
+    complexity: "Depends on how much memory is allocated, could be slow",
+    run: |ctx, _| {
+        let report = crate::memory::malloc_stats();
+        ctx.w().verbatim(b"txt", report.as_bytes());
+        Ok(())
+    },
     ..BASE
 };
 
@@ -181,5 +226,84 @@ fn stats(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
             }
         }
     }
+    Ok(())
+}
+
+/// Below this much allocated, the doctor has nothing to judge (Redis's
+/// threshold).
+const DOCTOR_MIN_ALLOCATED: u64 = 5 << 20;
+/// Ratios and sizes past which the doctor reports a problem (Redis's).
+const PEAK_RATIO: f64 = 1.5;
+const TOTAL_RSS_RATIO: f64 = 1.4;
+const ALLOCATOR_RATIO: f64 = 1.1;
+const OVERHEAD_BYTES: u64 = 10 << 20;
+const CLIENT_BUFFER_BYTES: u64 = 200 << 10;
+
+fn doctor(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
+    let m = crate::memory::sample();
+    let report = if m.allocated < DOCTOR_MIN_ALLOCATED {
+        "Hi Sam, this instance is empty or is using very little memory, my issues detector \
+         can't be used in these conditions. Please, leave for your mission on Earth and fill it \
+         with some data. The new Sam and I will be back to our programming as soon as I \
+         finished rebooting."
+            .to_string()
+    } else {
+        let server = ctx.server;
+        let clients = server.clients.count().max(1) as u64;
+        let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+        let checks = [
+            (
+                ratio(m.peak, m.allocated) > PEAK_RATIO,
+                "Peak memory: in the past this instance used more than 150% of the memory it \
+                 uses now. jemalloc keeps some pages after a peak, so RSS may stay high; they are \
+                 used again as data grows, and MEMORY PURGE returns them to the system.",
+            ),
+            (
+                ratio(m.resident, m.allocated) > TOTAL_RSS_RATIO
+                    && m.resident.saturating_sub(m.allocated) > OVERHEAD_BYTES,
+                "High total RSS: the resident set is more than 1.4 times what keel has \
+                 allocated, after a peak (see above) or from a workload that fragments memory. \
+                 The allocator is \"jemalloc\".",
+            ),
+            (
+                ratio(m.active, m.allocated) > ALLOCATOR_RATIO
+                    && m.active.saturating_sub(m.allocated) > OVERHEAD_BYTES,
+                "High allocator fragmentation: jemalloc's active pages hold more than 1.1 times \
+                 the bytes allocated in them, usually after a peak.",
+            ),
+            (
+                ratio(m.resident, m.active) > ALLOCATOR_RATIO
+                    && m.resident.saturating_sub(m.active) > OVERHEAD_BYTES,
+                "High allocator RSS overhead: jemalloc keeps more than 1.1 times its active \
+                 pages resident; MEMORY PURGE gives the rest back.",
+            ),
+            (
+                server.client_budget.used() as u64 / clients > CLIENT_BUFFER_BYTES,
+                "Big client buffers: connections hold more than 200K of buffers each on \
+                 average: subscribers that read slowly, big replies, or long pipelines. CLIENT \
+                 LIST shows which.",
+            ),
+        ];
+        let issues: Vec<&str> = checks
+            .iter()
+            .filter(|(found, _)| *found)
+            .map(|(_, text)| *text)
+            .collect();
+        if issues.is_empty() {
+            "Hi Sam, I can't find any memory issue in your instance. I can only account for \
+             what occurs on this base."
+                .to_string()
+        } else {
+            let mut report =
+                "Sam, I detected a few issues in this Redis instance memory implants:\n\n"
+                    .to_string();
+            for issue in issues {
+                report.push_str(&format!(" * {issue}\n\n"));
+            }
+            report.push_str("I'm here to keep you safe, Sam. I want to help you.\n");
+            report
+        }
+    };
+    ctx.w().verbatim(b"txt", report.as_bytes());
     Ok(())
 }

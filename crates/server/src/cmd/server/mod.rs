@@ -1,4 +1,4 @@
-//! Server commands: Redis's `server.c`, `config.c`, `debug.c`, `latency.c`, `slowlog.c` and `object.c` (MEMORY).
+//! Server commands: Redis's `server.c`, `config.c`, `debug.c`, `latency.c`, `slowlog.c`, `object.c` (MEMORY), `replication.c` (WAIT) and `lolwut.c`.
 
 pub mod command;
 pub mod config;
@@ -7,7 +7,9 @@ pub mod debug;
 pub mod flush;
 pub mod info;
 pub mod latency;
+pub mod lolwut;
 pub mod memory;
 pub mod shutdown;
 pub mod slowlog;
 pub mod time;
+pub mod wait;
