@@ -15,6 +15,8 @@
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
 //!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
 //! - [`pattern`]: Redis glob matching.
+//! - [`lcs`]: the longest common subsequence of two strings (LCS).
+//! - [`strtod`]: C's `strtod`, as SORT reads scores.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
 
@@ -23,11 +25,13 @@ mod entry;
 pub mod expiry;
 mod index;
 pub mod keyspace;
+pub mod lcs;
 pub mod pattern;
 mod runs;
 mod s3fifo;
 pub mod shard;
 pub mod size_class;
+pub mod strtod;
 pub mod types;
 pub mod value;
 

@@ -1,6 +1,6 @@
 //! Commands, grouped by family in folders as Redis groups them in source
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
-//! `set/`, `zset/`, `generic/` (`db.c`, `expire.c`), `server/`,
+//! `set/`, `zset/`, `sort/` (`sort.c`), `generic/` (`db.c`, `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
@@ -33,6 +33,7 @@ mod list;
 mod pubsub;
 mod server;
 mod set;
+mod sort;
 mod string;
 mod transactions;
 mod zset;
@@ -41,4 +42,3 @@ pub use context::transaction::unwatch_all;
 pub use context::{parse_f64, Error};
 pub use dispatch::{execute, is_quick, Execution};
 pub use registry::Table;
-pub use zset::zpop;

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use super::context::Spec;
-use super::{connection, generic, hash, list, pubsub, server, set, string, transactions, zset};
+use super::{
+    connection, generic, hash, list, pubsub, server, set, sort, string, transactions, zset,
+};
 
 /// The top-level commands keel serves.
 static COMMANDS: &[&Spec] = &[
@@ -13,8 +15,13 @@ static COMMANDS: &[&Spec] = &[
     &list::blpop::BLPOP,
     &list::blpop::BRPOP,
     &list::blpop::BLMOVE,
+    &list::blpop::BRPOPLPUSH,
+    &list::lmpop::BLMPOP,
+    &list::lmpop::LMPOP,
     &zset::bzpop::BZPOPMIN,
     &zset::bzpop::BZPOPMAX,
+    &zset::zmpop::BZMPOP,
+    &zset::zmpop::ZMPOP,
     &connection::client::SPEC,
     &server::command::SPEC,
     &server::config::SPEC,
@@ -107,7 +114,9 @@ static COMMANDS: &[&Spec] = &[
     &string::incrbyfloat::SPEC,
     &server::info::SPEC,
     &generic::keys::SPEC,
+    &generic::move_::SPEC,
     &server::latency::SPEC,
+    &string::lcs::SPEC,
     &list::lpush::LPUSH,
     &list::lpush::RPUSH,
     &list::lpush::LPUSHX,
@@ -156,8 +165,12 @@ static COMMANDS: &[&Spec] = &[
     &string::set::PSETEX,
     &string::setrange::SPEC,
     &server::shutdown::SPEC,
+    &generic::swapdb::SPEC,
     &server::slowlog::SPEC,
+    &sort::sort_::SORT,
+    &sort::sort_::SORT_RO,
     &string::strlen::SPEC,
+    &string::getrange::SUBSTR,
     &server::time::SPEC,
     &generic::exists::TOUCH,
     &generic::ttl::TTL,

@@ -148,6 +148,25 @@ impl Store {
         }
     }
 
+    /// Swaps the contents of databases `a` and `b` (SWAPDB), atomically:
+    /// every shard of both is write-locked, the lower database's first (the
+    /// global order, see `locking`), and each pair of shards swaps what it
+    /// holds. A key stays in the same shard index in every database, so
+    /// the pairs line up. Watchers stay with their database and are marked
+    /// when their key exists in either (see [`Shard::swap_contents`]); the
+    /// guards publish each shard's new counts when released.
+    pub fn swap_dbs(&self, a: usize, b: usize, now_ms: u64) {
+        if a == b {
+            return;
+        }
+        let (low, high) = (self.db(a.min(b), now_ms), self.db(a.max(b), now_ms));
+        let mut lows: Vec<WriteShard> = (0..SHARDS_PER_DB).map(|i| low.guard(i)).collect();
+        let mut highs: Vec<WriteShard> = (0..SHARDS_PER_DB).map(|i| high.guard(i)).collect();
+        for (low, high) in lows.iter_mut().zip(highs.iter_mut()) {
+            low.guard.swap_contents(&mut high.guard);
+        }
+    }
+
     /// Bytes attributable to stored data in all databases. Maintained on
     /// every change, so reading it is one atomic load.
     pub fn dataset_bytes(&self) -> usize {

@@ -1,14 +1,16 @@
-//! Generic keyspace commands (Redis's `generic` group): `db.c`, `expire.c` and `object.c`.
+//! Generic keyspace commands (Redis's `generic` group, and SWAPDB): `db.c`, `expire.c` and `object.c`.
 
 pub mod copy;
 pub mod del;
 pub mod exists;
 pub mod expire;
 pub mod keys;
+pub mod move_;
 pub mod object;
 pub mod persist;
 pub mod randomkey;
 pub mod rename;
 pub mod scan;
+pub mod swapdb;
 pub mod ttl;
 pub mod type_;
