@@ -15,6 +15,9 @@
 //! `strcoll` does in the C locale (up to a NUL byte) when replying, and as
 //! binary strings when storing.
 //!
+//! Like Redis's, it converts a compact sorted set to the tree encoding
+//! before reading it, which OBJECT ENCODING shows afterwards.
+//!
 //! Locking: the keys BY and GET patterns make are known only once the
 //! source is read, so a SORT that has such patterns holds every shard of
 //! the database (reading, or writing with STORE) and sees one instant, as
@@ -244,11 +247,13 @@ fn select<'e>(
         Some(ValueRef::ZSet(z)) => z.len(),
         _ => 0,
     };
+    // Every element is still read (and its score checked) when the window
+    // is empty, as in Redis.
     let (start, end) = window(len as i64, o.limit);
-    if end < start {
-        return Ok(Vec::new());
-    }
-    let (start, taken) = (start as usize, (end - start + 1) as usize);
+    let (start, taken) = match end < start {
+        true => (0, 0),
+        false => (start as usize, (end - start + 1) as usize),
+    };
     let elements: Vec<Cow<[u8]>> = match value {
         Some(ValueRef::List(l)) if dont_sort => {
             let ordered = if o.desc { l.iter_rev() } else { l.iter() };
@@ -339,9 +344,36 @@ fn sortable(entry: Option<&Entry>) -> Result<Option<ValueRef<'_>>, Error> {
     }
 }
 
+/// Converts a sorted set at `key` out of its compact encoding, as Redis's
+/// SORT (and SORT_RO) does before reading it (OBJECT ENCODING then says
+/// "skiplist"), having reserved what the tree adds. Not a modification:
+/// watchers are not marked.
+fn convert_sorted_set(ctx: &mut Ctx, key: &[u8]) -> Result<(), Error> {
+    let db = ctx.db();
+    let mut shard = db.write(key);
+    let Some(mut entry) = shard.get_mut(key) else {
+        return Ok(());
+    };
+    let converted = match entry.entry().value().as_zset() {
+        Some(zset) if zset.encoding() == "listpack" => {
+            let mut tree = zset.clone();
+            tree.convert_to_tree();
+            ctx.reserve(tree.heap_bytes().saturating_sub(zset.heap_bytes()))?;
+            tree
+        }
+        _ => return Ok(()),
+    };
+    if let Some(zset) = entry.value_mut().as_zset_mut() {
+        *zset = converted;
+    }
+    entry.unchanged();
+    Ok(())
+}
+
 fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
     let o = options(args, readonly)?;
     let source = &args[1];
+    convert_sorted_set(ctx, source)?;
     let reads_keys = (!o.dont_sort && o.by.is_some()) || o.gets.iter().any(Pattern::reads_keys);
     let (db, server) = (ctx.db(), ctx.server);
     let Some(destination) = o.store else {
