@@ -24,8 +24,9 @@
 //! left: leaving (timeout, kill, disconnect) removes the waiter under the
 //! same queue lock, and a waiter that finds itself already removed reads
 //! the element it was sent. An element BLMOVE pushes to its destination
-//! makes that key ready in turn. A database's keys become ready all at once
-//! when SWAPDB or MOVE brings them in (see [`Blocking::waited_keys`]).
+//! makes that key ready in turn. A key MOVE brings into a database is ready
+//! there, and after SWAPDB every waited key of both databases is (see
+//! [`Blocking::waited_keys`]).
 //!
 //! Lock order: shard locks, then the queue lock — the same when a waiter
 //! registers and when one is served. The queue lock is never held while
@@ -281,8 +282,8 @@ impl Blocking {
         }
     }
 
-    /// The keys of database `db` that clients wait on, to serve once
-    /// SWAPDB or MOVE may have brought them in.
+    /// The keys of database `db` that clients wait on, to serve once SWAPDB
+    /// may have brought them in.
     pub fn waited_keys(&self, db: usize) -> Vec<(usize, Bytes)> {
         if self.blocked() == 0 {
             return Vec::new();
