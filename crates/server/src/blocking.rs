@@ -335,10 +335,13 @@ impl Blocking {
 
     /// Serves the waiters of every `ready` key (database, key) in arrival
     /// order while the key has elements, and of the keys their moves push
-    /// to.
-    pub fn serve(&self, server: &Server, mut ready: Vec<(usize, Bytes)>) {
+    /// to. Keys are taken in the order they became ready, as Redis's
+    /// handleClientsBlockedOnKeys takes them: a waiter on two keys written
+    /// by one transaction is served from the first written.
+    pub fn serve(&self, server: &Server, ready: Vec<(usize, Bytes)>) {
         let limits = server.store.encodings.limits();
-        while let Some((db, key)) = ready.pop() {
+        let mut ready = VecDeque::from(ready);
+        while let Some((db, key)) = ready.pop_front() {
             loop {
                 let view = server.store.db(db, unix_ms());
                 // Chosen under the key's read lock, then checked again
@@ -379,7 +382,7 @@ impl Blocking {
                     let _ = sender.send(outcome);
                 }
                 if let Some(dest) = waiter.wait.destination() {
-                    ready.push((db, dest.clone()));
+                    ready.push_back((db, dest.clone()));
                 }
             }
         }
