@@ -651,5 +651,6 @@ def test_generator_covers_every_command():
                 "DBSIZE", "FLUSHDB", "FLUSHALL", "PING", "ECHO", "CONFIG", "HSET", "HGETALL",
                 "HINCRBYFLOAT", "SADD", "SINTERSTORE", "SMOVE", "LPUSH", "LMOVE", "LPOS", "ZADD",
                 "ZINCRBY", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZUNIONSTORE", "ZPOPMAX", "COPY",
-                "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE"}
+                "ZUNION", "ZINTER", "ZDIFF", "ZDIFFSTORE", "ZINTERCARD", "ZRANGESTORE", "SORT",
+                "SORT_RO", "LMPOP", "ZMPOP", "LCS", "SUBSTR", "MOVE", "SWAPDB"}
     assert expected <= names

@@ -325,6 +325,54 @@ mod tests {
     }
 
     #[test]
+    fn swapping_databases_moves_keys_counts_and_marks_watchers() {
+        let store = Store::new(3);
+        let (zero, one) = (store.db(0, 0), store.db(1, 0));
+        zero.write(b"a").insert(b"a", s("in0"), Some(1_000));
+        one.write(b"b").insert(b"b", s("in1"), None);
+        let (watch_a, watch_b, watch_none) = (
+            crate::WatchFlag::default(),
+            crate::WatchFlag::default(),
+            crate::WatchFlag::default(),
+        );
+        zero.write(b"a").watch(b"a", &watch_a);
+        zero.write(b"b").watch(b"b", &watch_b);
+        zero.write(b"c").watch(b"c", &watch_none);
+        let bytes = store.dataset_bytes();
+        store.swap_dbs(0, 1, 0);
+        let value = |db: &Db, k: &[u8]| db.read(k).get(k).map(|e| e.value().to_value());
+        assert_eq!(value(&zero, b"b"), Some(s("in1")));
+        assert_eq!(value(&one, b"a"), Some(s("in0")));
+        assert_eq!(value(&zero, b"a"), None);
+        assert_eq!((zero.stats().keys, zero.stats().expires), (1, 0));
+        assert_eq!((one.stats().keys, one.stats().expires), (1, 1));
+        assert_eq!(store.dataset_bytes(), bytes);
+        let marked = |f: &crate::WatchFlag| f.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(marked(&watch_a) && marked(&watch_b) && !marked(&watch_none));
+        // Watchers stay with database 0: a write there still marks them.
+        watch_none.store(false, std::sync::atomic::Ordering::Relaxed);
+        zero.write(b"c").insert(b"c", s("v"), None);
+        assert!(marked(&watch_none));
+        store.swap_dbs(2, 2, 0);
+        assert_eq!(store.db(2, 0).stats().keys, 0);
+    }
+
+    #[test]
+    fn a_key_moves_across_databases_under_both_locks() {
+        let store = Store::new(2);
+        let (zero, one) = (store.db(0, 0), store.db(1, 0));
+        zero.write(b"k").insert(b"k", s("v"), Some(5_000));
+        for (from, to) in [(zero, 1), (one, 0), (zero, 1)] {
+            let (mut here, mut there) = from.write_across(to, b"k");
+            let entry = here.remove(b"k").unwrap();
+            assert!(there.insert_renamed(b"k", entry).is_none());
+        }
+        assert!(zero.read(b"k").get(b"k").is_none());
+        let moved = one.read(b"k");
+        assert_eq!(moved.get(b"k").unwrap().expire_at_ms(), Some(5_000));
+    }
+
+    #[test]
     fn every_removal_path_reports_its_key_event() {
         let store = Store::new(1);
         let events = std::sync::Arc::new(Mutex::new(Vec::new()));
