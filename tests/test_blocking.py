@@ -287,3 +287,66 @@ def test_client_list_flags_blocked_clients(c, connect):
     c.call("ZADD", "z", "1", "a")
     assert waiter.read() == [b"z", b"a", b"1"]
     assert " flags=N " in waiter.call("CLIENT", "INFO").decode()
+
+
+def test_blmpop_bzmpop_brpoplpush_immediate_and_timeouts(c):
+    c.call("RPUSH", "l", "a", "b", "c")
+    assert c.call("BLMPOP", "0", "2", "missing", "l", "RIGHT", "COUNT", "2") == [b"l", [b"c", b"b"]]
+    assert c.call("BRPOPLPUSH", "l", "d", "0") == b"a"
+    assert c.call("LRANGE", "d", "0", "-1") == [b"a"]
+    c.call("ZADD", "z", "1", "x", "2", "y")
+    assert c.call("BZMPOP", "0", "1", "z", "MAX", "COUNT", "5") == [b"z", [[b"y", b"2"], [b"x", b"1"]]]
+    for command in (("BLMPOP", "0.01", "1", "l", "LEFT"), ("BZMPOP", "0.01", "1", "z", "MIN"),
+                    ("BRPOPLPUSH", "l", "d", "0.01")):
+        c.send(*command)
+        assert c.read_raw() == b"*-1\r\n"
+    assert c.call("BLMPOP", "-1", "1", "l", "LEFT") == Err("ERR timeout is negative")
+    assert c.call("BZMPOP", "x", "1", "z", "MIN") == Err("ERR timeout is not a float or out of range")
+    assert c.call("BRPOPLPUSH", "l", "d", "x") == Err("ERR timeout is not a float or out of range")
+    # Arguments are checked before the timeout, as in Redis.
+    assert c.call("BLMPOP", "x", "0", "l", "LEFT") == Err("ERR numkeys should be greater than 0")
+    c.call("SET", "str", "v")
+    c.call("RPUSH", "l", "a")
+    assert c.call("BRPOPLPUSH", "l", "str", "0") == WRONGTYPE
+
+
+def test_mpop_inside_multi_does_not_block(c):
+    c.call("MULTI")
+    c.call("BLMPOP", "0", "1", "l", "LEFT")
+    c.call("BZMPOP", "0", "1", "z", "MIN")
+    c.call("BRPOPLPUSH", "l", "d", "0")
+    c.send("EXEC")
+    assert c.read_raw() == b"*3\r\n*-1\r\n*-1\r\n$-1\r\n"
+
+
+def test_blmpop_and_bzmpop_waiters_are_served_with_their_count(c, connect):
+    lists, zsets, mover = connect(), connect(), connect()
+    lists.send("BLMPOP", "0", "2", "q", "other", "LEFT", "COUNT", "2")
+    wait_blocked(c, 1)
+    zsets.send("BZMPOP", "0", "1", "z", "MAX", "COUNT", "2")
+    wait_blocked(c, 2)
+    mover.send("BRPOPLPUSH", "src", "q", "0")
+    wait_blocked(c, 3)
+    assert c.call("ZADD", "z", "1", "a", "2", "b", "3", "c") == 3
+    assert zsets.read() == [b"z", [[b"c", b"3"], [b"b", b"2"]]]
+    # The element BRPOPLPUSH pushes to q is served to the BLMPOP waiter.
+    assert c.call("RPUSH", "src", "x") == 1
+    assert mover.read() == b"x"
+    assert lists.read() == [b"q", [b"x"]]
+    assert blocked_clients(c) == 0
+
+
+def test_move_and_swapdb_serve_blocked_clients(c, connect):
+    waiter = connect()
+    waiter.call("SELECT", "1")
+    waiter.send("BLPOP", "q", "0")
+    wait_blocked(c, 1)
+    c.call("RPUSH", "q", "a")
+    assert c.call("MOVE", "q", "1") == 1
+    assert waiter.read() == [b"q", b"a"]
+    waiter.send("BZPOPMIN", "z", "0")
+    wait_blocked(c, 1)
+    c.call("ZADD", "z", "7", "m")
+    assert c.call("SWAPDB", "0", "1") == OK
+    assert waiter.read() == [b"z", b"m", b"7"]
+    assert blocked_clients(c) == 0

@@ -115,3 +115,36 @@ def test_getdel_hands_each_value_to_one_client(server, c):
     taken = [v for result in run_clients(server, 20, work) for v in result]
     assert sorted(taken, key=int) == [str(i).encode() for i in range(500)]
     assert c.call("DBSIZE") == 0
+
+
+def test_moves_swaps_and_sorts_across_databases_keep_every_key(server, c):
+    """MOVE and SWAPDB (which hold shards of two databases), SORT with BY and
+    GET patterns (which holds every shard of one) and MSET, from many clients
+    at once: nothing deadlocks, and every key is in exactly one database."""
+    keys = [f"m{i}" for i in range(40)]
+    c.call("MSET", *[x for k in keys for x in (k, k[1:])])
+    c.call("RPUSH", "src", *[k[1:] for k in keys])
+    rounds = 30
+
+    def work(conn, index, barrier):
+        barrier.wait()
+        for r in range(rounds):
+            key = keys[(index * 7 + r) % len(keys)]
+            kind = index % 4
+            if kind == 0:
+                conn.pipeline([("SELECT", str(r % 2)), ("MOVE", key, str(1 - r % 2)),
+                               ("SELECT", "0")])
+            elif kind == 1:
+                assert conn.call("SWAPDB", "0", "1") == OK
+            elif kind == 2:
+                reply = conn.call("SORT", "src", "BY", "m*", "GET", "#", "GET", "m*",
+                                  "STORE", f"sorted{index}")
+                assert isinstance(reply, int), reply
+            else:
+                conn.call("MSET", f"other{index}", "7", f"more{index}", "x")
+
+    run_clients(server, 40, work)
+    placed = [c.pipeline([("SELECT", str(db))] + [("EXISTS", k) for k in keys])[1:]
+              for db in (0, 1)]
+    c.call("SELECT", "0")
+    assert [a + b for a, b in zip(*placed)] == [1] * len(keys)

@@ -368,3 +368,57 @@ def test_exists_does_not_count_as_an_access_but_touch_does(c):
     assert c.call("OBJECT", "IDLETIME", "k") >= 2
     assert c.call("TOUCH", "k") == 1
     assert c.call("OBJECT", "IDLETIME", "k") == 0
+
+
+def test_move_keeps_the_ttl_and_never_overwrites(c):
+    c.call("SET", "k", "v", "EX", "100")
+    assert c.call("MOVE", "k", "1") == 1
+    assert c.call("EXISTS", "k") == 0
+    c.call("SELECT", "1")
+    assert c.call("GET", "k") == b"v"
+    assert 0 < c.call("TTL", "k") <= 100
+    c.call("SELECT", "0")
+    c.call("SET", "k", "other")
+    assert c.call("MOVE", "k", "1") == 0
+    assert c.call("GET", "k") == b"other"
+    assert c.call("MOVE", "missing", "1") == 0
+
+
+@pytest.mark.parametrize("args,error", [
+    (("k", "x"), "ERR value is not an integer or out of range"),
+    (("k", "16"), "ERR DB index is out of range"),
+    (("k", "-1"), "ERR DB index is out of range"),
+    (("k", "0"), "ERR source and destination objects are the same"),
+    (("missing", "0"), "ERR source and destination objects are the same"),
+    (("k", "2147483648"), "ERR value is out of range, value must between -2147483648 and 2147483647"),
+])
+def test_move_errors(c, args, error):
+    c.call("SET", "k", "v")
+    assert c.call("MOVE", *args) == Err(error)
+
+
+def test_swapdb_swaps_contents_and_ttls(c):
+    c.call("SET", "a", "in0", "EX", "100")
+    c.call("SELECT", "1")
+    c.call("RPUSH", "b", "in1")
+    assert c.call("SWAPDB", "0", "1") == OK
+    assert c.call("GET", "a") == b"in0"
+    assert 0 < c.call("TTL", "a") <= 100
+    assert c.call("EXISTS", "b") == 0
+    assert c.call("DBSIZE") == 1
+    c.call("SELECT", "0")
+    assert c.call("LRANGE", "b", "0", "-1") == [b"in1"]
+    assert c.call("SWAPDB", "1", "1") == OK
+    assert c.call("DBSIZE") == 1
+
+
+@pytest.mark.parametrize("args,error", [
+    (("a", "1"), "ERR invalid first DB index"),
+    (("0", "b"), "ERR invalid second DB index"),
+    (("99", "b"), "ERR invalid second DB index"),
+    (("0", "99"), "ERR DB index is out of range"),
+    (("-1", "0"), "ERR DB index is out of range"),
+    (("0", "2147483648"), "ERR invalid second DB index"),
+])
+def test_swapdb_errors(c, args, error):
+    assert c.call("SWAPDB", *args) == Err(error)

@@ -199,3 +199,40 @@ def test_memory_usage_follows_a_list(c):
     assert c.call("MEMORY", "USAGE", "l") > small + 200 * 100
     c.call("LTRIM", "l", "0", "0")
     assert c.call("MEMORY", "USAGE", "l") < small + 100
+
+
+def test_lmpop(c):
+    c.call("RPUSH", "l", *"abcde")
+    assert c.call("LMPOP", "2", "missing", "l", "LEFT") == [b"l", [b"a"]]
+    assert c.call("LMPOP", "1", "l", "right", "COUNT", "2") == [b"l", [b"e", b"d"]]
+    assert c.call("LMPOP", "1", "l", "LEFT", "COUNT", str(2**63 - 1)) == [b"l", [b"b", b"c"]]
+    assert c.call("EXISTS", "l") == 0
+    assert c.call("LMPOP", "2", "l", "missing", "LEFT") is None
+    c.send("LMPOP", "1", "l", "LEFT")
+    assert c.read_raw() == b"*-1\r\n"
+    c.call("SET", "str", "v")
+    c.call("RPUSH", "l", "x")
+    assert c.call("LMPOP", "2", "str", "l", "LEFT") == WRONGTYPE
+    assert c.call("LMPOP", "2", "l", "str", "LEFT") == [b"l", [b"x"]]
+
+
+@pytest.mark.parametrize("args,error", [
+    (("0", "l", "LEFT"), "ERR numkeys should be greater than 0"),
+    (("-1", "l", "LEFT"), "ERR numkeys should be greater than 0"),
+    (("x", "l", "LEFT"), "ERR numkeys should be greater than 0"),
+    (("3", "a", "b", "LEFT"), "ERR syntax error"),
+    ((str(2**63 - 1), "a", "LEFT"), "ERR syntax error"),
+    (("2", "a", "b"), "ERR syntax error"),
+    (("1", "a", "UP"), "ERR syntax error"),
+    (("1", "a", "LEFT", "COUNT", "0"), "ERR count should be greater than 0"),
+    (("1", "a", "LEFT", "COUNT", "-5"), "ERR count should be greater than 0"),
+    (("1", "a", "LEFT", "COUNT", "x"), "ERR count should be greater than 0"),
+    (("1", "a", "LEFT", "COUNT", "1", "COUNT", "1"), "ERR syntax error"),
+    (("1", "a", "LEFT", "COUNT"), "ERR syntax error"),
+    (("1", "a", "LEFT", "FOO"), "ERR syntax error"),
+])
+def test_lmpop_errors(c, args, error):
+    c.call("RPUSH", "a", "1")
+    assert c.call("LMPOP", *args) == Err(error)
+    assert c.call("BLMPOP", "0", *args) == Err(error)
+    assert c.call("LLEN", "a") == 1

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from support import OK, Err
+from support import OK, Err, RespMap
 
 ARITY = "ERR wrong number of arguments for '{}' command"
 NOT_INTEGER = Err("ERR value is not an integer or out of range")
@@ -448,3 +448,67 @@ def test_append_beyond_max_size(start_server):
 ], ids=lambda cmd: " ".join(cmd))
 def test_string_command_arity(c, cmd):
     assert c.call(*cmd) == Err(ARITY.format(cmd[0].lower()))
+
+
+def test_substr_is_getrange(c):
+    c.call("SET", "k", "Hello World")
+    assert c.call("SUBSTR", "k", "0", "4") == b"Hello"
+    assert c.call("SUBSTR", "k", "-5", "-1") == b"World"
+    assert c.call("SUBSTR", "missing", "0", "1") == b""
+    assert c.call("SUBSTR", "k", "x", "1") == NOT_INTEGER
+    c.call("RPUSH", "l", "a")
+    assert c.call("SUBSTR", "l", "0", "1") == Err(
+        "WRONGTYPE Operation against a key holding the wrong kind of value")
+
+
+def test_lcs_replies(c):
+    c.call("MSET", "a", "ohmytext", "b", "mynewtext")
+    assert c.call("LCS", "a", "b") == b"mytext"
+    assert c.call("LCS", "a", "b", "LEN") == 6
+    assert c.call("LCS", "a", "b", "IDX") == [
+        b"matches", [[[4, 7], [5, 8]], [[2, 3], [0, 1]]], b"len", 6]
+    assert c.call("LCS", "a", "b", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN") == [
+        b"matches", [[[4, 7], [5, 8], 4]], b"len", 6]
+    assert c.call("LCS", "a", "b", "IDX", "MINMATCHLEN", "-5") == c.call("LCS", "a", "b", "IDX")
+    assert c.call("LCS", "missing", "b") == b""
+    assert c.call("LCS", "missing", "b", "IDX") == [b"matches", [], b"len", 0]
+    c.call("HELLO", "3")
+    reply = c.call("LCS", "a", "b", "IDX", "WITHMATCHLEN")
+    assert isinstance(reply, RespMap)
+    assert list(reply) == [(b"matches", [[[4, 7], [5, 8], 4], [[2, 3], [0, 1], 2]]), (b"len", 6)]
+
+
+@pytest.mark.parametrize("args,error", [
+    (("LEN", "IDX"), "ERR If you want both the length and indexes, please just use IDX."),
+    (("MINMATCHLEN", "x"), "ERR value is not an integer or out of range"),
+    (("MINMATCHLEN",), "ERR syntax error"),
+    (("FOO",), "ERR syntax error"),
+])
+def test_lcs_errors(c, args, error):
+    c.call("MSET", "a", "x", "b", "y")
+    assert c.call("LCS", "a", "b", *args) == Err(error)
+    c.call("RPUSH", "l", "x")
+    assert c.call("LCS", "a", "l", *args) == Err("ERR The specified keys must contain string values")
+
+
+def test_lcs_table_is_refused_past_proto_max_bulk_len(c):
+    c.call("SET", "a", "x" * 12000)
+    c.call("SET", "b", "y" * 12000)
+    assert c.call("LCS", "a", "b", "LEN") == Err(
+        "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+    assert c.call("LCS", "a", "b") == Err(
+        "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+
+
+@pytest.mark.keel_differs(reason="the LCS table is charged to maxmemory-clients, which Redis does not count it in")
+def test_lcs_table_must_fit_the_client_budget(start_server):
+    srv = start_server({"maxmemory-clients": "8mb"})
+    with srv.conn() as conn:
+        conn.call("SET", "a", "x" * 2000)
+        conn.call("SET", "b", "x" * 2000)
+        # 16 MB of table: within proto-max-bulk-len, past the client budget.
+        assert conn.call("LCS", "a", "b") == Err(
+            "ERR Insufficient memory, failed allocating transient memory for LCS")
+        assert conn.call("LCS", "a", "b", "LEN") == 2000
+        conn.call("SET", "b", "x" * 200)
+        assert conn.call("LCS", "a", "b") == b"x" * 200

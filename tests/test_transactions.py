@@ -442,3 +442,41 @@ def test_discard_runs_over_maxmemory(c, memory_limit):
     assert c.call("DISCARD") == OK
     memory_limit(False)
     assert c.call("EXISTS", "k") == 0
+
+
+@pytest.mark.parametrize("where,fails", [
+    ("watched db", True), ("other db", True), ("neither", False)])
+def test_swapdb_touches_watched_keys_in_both_databases(c, connect, where, fails):
+    if where == "watched db":
+        c.call("SET", "k", "v")
+    elif where == "other db":
+        c.call("SELECT", "1")
+        c.call("SET", "k", "v")
+        c.call("SELECT", "0")
+    c.call("WATCH", "k")
+    other = connect()
+    assert other.call("SWAPDB", "0", "1") == OK
+    c.call("MULTI")
+    c.call("PING")
+    assert c.call("EXEC") == (None if fails else [Status("PONG")])
+
+
+def test_move_touches_the_watched_key_in_both_databases(c, connect):
+    c.call("SET", "k", "v")
+    c.call("SELECT", "1")
+    c.call("WATCH", "k")
+    c.call("SELECT", "0")
+    other = connect()
+    assert other.call("MOVE", "k", "1") == 1
+    c.call("MULTI")
+    c.call("PING")
+    assert c.call("EXEC") is None
+
+
+def test_move_and_swapdb_inside_a_transaction(c):
+    c.call("SET", "k", "v")
+    c.call("MULTI")
+    c.call("MOVE", "k", "2")
+    c.call("SWAPDB", "0", "2")
+    c.call("GET", "k")
+    assert c.call("EXEC") == [1, OK, b"v"]

@@ -457,3 +457,33 @@ def test_negative_zero_scores_equal_zero(c, padding):
         b"1", b"0", b"2", negative_zero, b"e", negative_zero]
     assert c.call("ZRANK", "z", "e") == 2
     assert c.call("ZSCORE", "z", "2") == negative_zero
+
+
+def test_zmpop(c):
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d")
+    assert c.call("ZMPOP", "2", "missing", "z", "MIN") == [b"z", [[b"a", b"1"]]]
+    assert c.call("ZMPOP", "1", "z", "max", "COUNT", "2") == [b"z", [[b"d", b"4"], [b"c", b"3"]]]
+    c.call("HELLO", "3")
+    assert c.call("ZMPOP", "1", "z", "MIN", "COUNT", "10") == [b"z", [[b"b", Double("2")]]]
+    assert c.call("EXISTS", "z") == 0
+    assert c.call("ZMPOP", "1", "z", "MIN") is None
+    c.call("HELLO", "2")
+    c.send("ZMPOP", "1", "z", "MIN")
+    assert c.read_raw() == b"*-1\r\n"
+    c.call("SET", "str", "v")
+    assert c.call("ZMPOP", "1", "str", "MIN") == WRONGTYPE
+
+
+@pytest.mark.parametrize("args,error", [
+    (("0", "z", "MIN"), "ERR numkeys should be greater than 0"),
+    (("2", "z", "MIN"), "ERR syntax error"),
+    (("1", "z", "LEFT"), "ERR syntax error"),
+    (("1", "z", "MIN", "COUNT", "0"), "ERR count should be greater than 0"),
+    (("1", "z", "MIN", "COUNT", "-1"), "ERR count should be greater than 0"),
+    (("1", "z", "MIN", "COUNT", "2", "COUNT", "2"), "ERR syntax error"),
+])
+def test_zmpop_errors(c, args, error):
+    c.call("ZADD", "z", "1", "a")
+    assert c.call("ZMPOP", *args) == Err(error)
+    assert c.call("BZMPOP", "0", *args) == Err(error)
+    assert c.call("ZCARD", "z") == 1

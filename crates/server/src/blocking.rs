@@ -1,5 +1,5 @@
-//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE) and sorted sets
-//! (BZPOPMIN, BZPOPMAX), and how they are served.
+//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP)
+//! and sorted sets (BZPOPMIN, BZPOPMAX, BZMPOP), and how they are served.
 //!
 //! A blocking command first tries to pop at once. When every key is
 //! missing it registers a [`Waiter`] in the queue of each key, in arrival
@@ -24,7 +24,9 @@
 //! left: leaving (timeout, kill, disconnect) removes the waiter under the
 //! same queue lock, and a waiter that finds itself already removed reads
 //! the element it was sent. An element BLMOVE pushes to its destination
-//! makes that key ready in turn.
+//! makes that key ready in turn. A key MOVE brings into a database is ready
+//! there, and after SWAPDB every waited key of both databases is (see
+//! [`Blocking::waited_keys`]).
 //!
 //! Lock order: shard locks, then the queue lock — the same when a waiter
 //! registers and when one is served. The queue lock is never held while
@@ -36,24 +38,35 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_resp::Writer;
-use keel_store::{Limits, MultiWrite, ValueRef};
+use keel_store::{End, Limits, MultiWrite, ValueRef};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::cmd::context::pop::Pop;
-use crate::cmd::{zpop, Error};
+use crate::cmd::context::pop::{list_pop_many, zset_pop_many, Members, Pop};
+use crate::cmd::Error;
 use crate::server::{unix_ms, Server};
 
 /// What a blocked client waits to do.
 #[derive(Debug)]
 pub enum Wait {
-    /// Pop from a list, and maybe push (BLPOP, BRPOP, BLMOVE).
+    /// Pop from a list, and maybe push (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH).
     List(Pop),
-    /// Pop a sorted set's lowest score, or its highest when `max`
-    /// (BZPOPMIN, BZPOPMAX).
+    /// Pop up to `count` elements from one end of a list (BLMPOP, and
+    /// LMPOP at once).
+    ListMany {
+        /// The end popped from.
+        from: End,
+        /// How many elements at most.
+        count: usize,
+    },
+    /// Pop a sorted set's lowest scores, or its highest when `max`: one
+    /// member replied with its key (BZPOPMIN, BZPOPMAX), or with `count`
+    /// up to that many replied as pairs (BZMPOP, and ZMPOP at once).
     ZSet {
         /// Pop the highest score.
         max: bool,
+        /// The *MPOP form's count.
+        count: Option<usize>,
     },
 }
 
@@ -62,8 +75,10 @@ pub enum Wait {
 pub enum Popped {
     /// A list element.
     Element(Vec<u8>),
-    /// A sorted-set member and its score.
-    Member(Vec<u8>, f64),
+    /// List elements, in the order popped.
+    Elements(Vec<Vec<u8>>),
+    /// Sorted-set members and their scores, in the order popped.
+    Members(Members),
 }
 
 impl Wait {
@@ -71,14 +86,14 @@ impl Wait {
     pub fn keys(&self, source: &Bytes) -> Vec<Bytes> {
         match self {
             Wait::List(pop) => pop.keys(source),
-            Wait::ZSet { .. } => vec![source.clone()],
+            Wait::ListMany { .. } | Wait::ZSet { .. } => vec![source.clone()],
         }
     }
 
     /// True if a key holding `value` can serve this wait.
     fn served_by(&self, value: ValueRef) -> bool {
         match self {
-            Wait::List(_) => value.as_list().is_some(),
+            Wait::List(_) | Wait::ListMany { .. } => value.as_list().is_some(),
             Wait::ZSet { .. } => value.as_zset().is_some(),
         }
     }
@@ -93,8 +108,14 @@ impl Wait {
     ) -> Result<Option<Popped>, Error> {
         Ok(match self {
             Wait::List(pop) => pop.apply(locked, source, limits)?.map(Popped::Element),
-            Wait::ZSet { max } => zpop::pop_one(locked.shard(source), source, *max)?
-                .map(|(member, score)| Popped::Member(member, score)),
+            Wait::ListMany { from, count } => {
+                list_pop_many(locked.shard(source), source, *from, *count, limits)?
+                    .map(Popped::Elements)
+            }
+            Wait::ZSet { max, count } => {
+                zset_pop_many(locked.shard(source), source, count.unwrap_or(1), *max)?
+                    .map(Popped::Members)
+            }
         })
     }
 
@@ -102,7 +123,7 @@ impl Wait {
     fn destination(&self) -> Option<&Bytes> {
         match self {
             Wait::List(pop) => pop.to.as_ref().map(|(dest, _)| dest),
-            Wait::ZSet { .. } => None,
+            Wait::ListMany { .. } | Wait::ZSet { .. } => None,
         }
     }
 
@@ -177,36 +198,48 @@ impl Blocked {
     }
 }
 
-/// Writes the reply of a blocking pop: the key and element (BLPOP, BRPOP),
-/// the element (BLMOVE), the key, member and score (BZPOPMIN, BZPOPMAX),
-/// an error, or — for `None`, a timeout — a null array, which Redis 7.0
-/// answers for BLMOVE too.
+/// Writes the reply of a pop: the key and element (BLPOP, BRPOP), the
+/// element (BLMOVE, BRPOPLPUSH), the key, member and score (BZPOPMIN,
+/// BZPOPMAX), the key and the elements or [member, score] pairs (the *MPOP
+/// commands), an error, or — for `None`, a timeout — a null array, which
+/// Redis 7.0 answers for BLMOVE too.
 pub fn write_outcome(w: &mut Writer, wait: &Wait, outcome: Option<Outcome>) {
-    match outcome {
-        Some(Outcome::Popped { popped, .. }) if wait.destination().is_some() => {
-            if let Popped::Element(element) = popped {
-                w.bulk(&element);
-            }
-        }
-        Some(Outcome::Popped {
-            key,
-            popped: Popped::Element(element),
-        }) => {
+    let (key, popped) = match outcome {
+        Some(Outcome::Popped { key, popped }) => (key, popped),
+        Some(Outcome::Failed(Error(message))) => return w.error(&message),
+        None => return w.null_array(),
+    };
+    match (wait, popped) {
+        (Wait::List(pop), Popped::Element(element)) if pop.to.is_some() => w.bulk(&element),
+        (_, Popped::Element(element)) => {
             w.array(2);
             w.bulk(&key);
             w.bulk(&element);
         }
-        Some(Outcome::Popped {
-            key,
-            popped: Popped::Member(member, score),
-        }) => {
+        (_, Popped::Elements(elements)) => {
+            w.array(2);
+            w.bulk(&key);
+            w.array(elements.len());
+            elements.iter().for_each(|e| w.bulk(e));
+        }
+        (Wait::ZSet { count: None, .. }, Popped::Members(members)) => {
             w.array(3);
             w.bulk(&key);
-            w.bulk(&member);
-            w.double(score);
+            if let Some((member, score)) = members.first() {
+                w.bulk(member);
+                w.double(*score);
+            }
         }
-        Some(Outcome::Failed(Error(message))) => w.error(&message),
-        None => w.null_array(),
+        (_, Popped::Members(members)) => {
+            w.array(2);
+            w.bulk(&key);
+            w.array(members.len());
+            for (member, score) in &members {
+                w.array(2);
+                w.bulk(member);
+                w.double(*score);
+            }
+        }
     }
 }
 
@@ -247,6 +280,16 @@ impl Blocking {
             deadline,
             execution: None,
         }
+    }
+
+    /// The keys of database `db` that clients wait on, to serve once SWAPDB
+    /// may have brought them in.
+    pub fn waited_keys(&self, db: usize) -> Vec<(usize, Bytes)> {
+        if self.blocked() == 0 {
+            return Vec::new();
+        }
+        let queues = self.queues.lock();
+        queues.keys().filter(|(d, _)| *d == db).cloned().collect()
     }
 
     /// Ends a wait that timed out or whose client is leaving: the outcome
@@ -292,10 +335,13 @@ impl Blocking {
 
     /// Serves the waiters of every `ready` key (database, key) in arrival
     /// order while the key has elements, and of the keys their moves push
-    /// to.
-    pub fn serve(&self, server: &Server, mut ready: Vec<(usize, Bytes)>) {
+    /// to. Keys are taken in the order they became ready, as Redis's
+    /// handleClientsBlockedOnKeys takes them: a waiter on two keys written
+    /// by one transaction is served from the first written.
+    pub fn serve(&self, server: &Server, ready: Vec<(usize, Bytes)>) {
         let limits = server.store.encodings.limits();
-        while let Some((db, key)) = ready.pop() {
+        let mut ready = VecDeque::from(ready);
+        while let Some((db, key)) = ready.pop_front() {
             loop {
                 let view = server.store.db(db, unix_ms());
                 // Chosen under the key's read lock, then checked again
@@ -336,7 +382,7 @@ impl Blocking {
                     let _ = sender.send(outcome);
                 }
                 if let Some(dest) = waiter.wait.destination() {
-                    ready.push((db, dest.clone()));
+                    ready.push_back((db, dest.clone()));
                 }
             }
         }

@@ -18,6 +18,8 @@
 //! - [`pattern`]: Redis glob matching.
 //! - [`bits`]: bit arithmetic on strings for the bitmap commands.
 //! - [`hll`]: HyperLogLog, in Redis's byte representation.
+//! - [`lcs`]: the longest common subsequence of two strings (LCS).
+//! - [`strtod`]: C's `strtod`, as SORT reads scores.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
 
@@ -29,11 +31,13 @@ pub mod geohash;
 pub mod hll;
 mod index;
 pub mod keyspace;
+pub mod lcs;
 pub mod pattern;
 mod runs;
 mod s3fifo;
 pub mod shard;
 pub mod size_class;
+pub mod strtod;
 pub mod types;
 pub mod value;
 

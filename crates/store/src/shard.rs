@@ -246,6 +246,24 @@ impl Shard {
         self.watchers = old.watchers.clone();
     }
 
+    /// Swaps what two shards hold (SWAPDB swaps databases shard by shard),
+    /// each keeping its own watchers, since clients watch a key in a
+    /// database, not a value. Watchers whose key exists in either shard
+    /// are marked first, as Redis's touchAllWatchedKeysInDb marks them for
+    /// both databases.
+    pub fn swap_contents(&mut self, other: &mut Shard) {
+        for (watched, present) in [(&*self, &*other), (&*other, &*self)] {
+            for (key, flags) in &watched.watchers {
+                let exists = |shard: &Shard| shard.get_even_expired(key).is_some();
+                if exists(watched) || exists(present) {
+                    flags.iter().for_each(|f| f.store(true, Ordering::Relaxed));
+                }
+            }
+        }
+        std::mem::swap(self, other);
+        std::mem::swap(&mut self.watchers, &mut other.watchers);
+    }
+
     /// Keys stored, including expired ones not yet reclaimed (as Redis's
     /// DBSIZE counts them).
     pub fn len(&self) -> usize {

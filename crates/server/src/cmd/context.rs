@@ -93,11 +93,13 @@ impl Spec {
 
 /// The key arguments of `args` (the command name first): the spec's key
 /// positions, and for a command that says how many keys follow (ZUNION,
-/// ZUNIONSTORE, SINTERCARD, ...) the keys it counts, as Redis's getkeys
-/// procedures find them, and the destinations of GEORADIUS's STORE and
-/// STOREDIST options. `None` when they cannot be told: a count that is
-/// not a positive number within the arguments, or a command with keys at
-/// moving positions that no rule here knows.
+/// ZUNIONSTORE, SINTERCARD, LMPOP, BZMPOP, ...) the keys it counts, as
+/// Redis's getkeys procedures find them, the destinations of GEORADIUS's
+/// STORE and STOREDIST options, and SORT's STORE destination. `None` when
+/// they cannot be told: a count that is not a positive number within the
+/// arguments, or a command with keys at moving positions that no rule here
+/// knows. (SORT's BY and GET patterns name keys that only its source's
+/// contents tell; they are not counted, as in Redis.)
 pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
     let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
     if let Some(options_at) = geo_store_options_at(spec.name) {
@@ -105,9 +107,14 @@ pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
         return Some(keys);
     }
     let count_at = match spec.name {
-        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,
-        "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => 1,
+        "zunionstore" | "zinterstore" | "zdiffstore" | "blmpop" | "bzmpop" => 2,
         "migrate" => return migrate_keys(args),
+        "sort_ro" => return Some(keys),
+        "sort" => {
+            keys.extend(sort_store_key(args));
+            return Some(keys);
+        }
         _ if spec.has_flag("movablekeys") => return None,
         _ => return Some(keys),
     };
@@ -156,6 +163,25 @@ fn store_keys(args: &[Bytes], from: usize) -> Vec<&Bytes> {
             Some(&args[from + at + 1])
         })
         .collect()
+}
+
+/// SORT's STORE destination, found as Redis's sortGetKeys finds it: LIMIT
+/// skips two arguments, GET and BY one, and the last STORE with an
+/// argument after it wins (its argument is then looked at as an option).
+fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        if is(&args[i], "limit") {
+            i += 2;
+        } else if is(&args[i], "get") || is(&args[i], "by") {
+            i += 1;
+        } else if is(&args[i], "store") && i + 1 < args.len() {
+            store = Some(&args[i + 1]);
+        }
+        i += 1;
+    }
+    store
 }
 
 /// Defaults for [`Spec`] fields most commands share, so a command file only

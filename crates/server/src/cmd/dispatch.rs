@@ -288,7 +288,10 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     // served once the top-level command is done (see `crate::blocking`).
     if spec.has_flag("write") && server.blocking.blocked() > 0 {
         let db = ctx.client.db;
-        let keys = spec.key_args(args).map(|k| (db, k.clone()));
+        let keys = super::context::keys_of(spec, args)
+            .unwrap_or_else(|| spec.key_args(args).collect())
+            .into_iter()
+            .map(|k| (db, k.clone()));
         ctx.client.ready.extend(keys);
     }
 }

@@ -1,7 +1,7 @@
 //! Commands, grouped by family in folders as Redis groups them in source
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
 //! `set/`, `zset/`, `bitmap/` (`bitops.c`), `geo/` (`geo.c`), `hll/`
-//! (`hyperloglog.c`), `generic/` (`db.c`, `expire.c`), `server/`,
+//! (`hyperloglog.c`), `sort/` (`sort.c`), `generic/` (`db.c`, `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
@@ -37,6 +37,7 @@ mod list;
 mod pubsub;
 mod server;
 mod set;
+mod sort;
 mod string;
 mod transactions;
 mod zset;
@@ -45,4 +46,3 @@ pub use context::transaction::unwatch_all;
 pub use context::{parse_f64, Error};
 pub use dispatch::{execute, is_quick, Execution};
 pub use registry::Table;
-pub use zset::zpop;

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::context::Spec;
 use super::{
-    bitmap, connection, generic, geo, hash, hll, list, pubsub, server, set, string, transactions,
-    zset,
+    bitmap, connection, generic, geo, hash, hll, list, pubsub, server, set, sort, string,
+    transactions, zset,
 };
 
 /// The top-level commands keel serves.
@@ -21,8 +21,13 @@ static COMMANDS: &[&Spec] = &[
     &list::blpop::BLPOP,
     &list::blpop::BRPOP,
     &list::blpop::BLMOVE,
+    &list::blpop::BRPOPLPUSH,
+    &list::lmpop::BLMPOP,
+    &list::lmpop::LMPOP,
     &zset::bzpop::BZPOPMIN,
     &zset::bzpop::BZPOPMAX,
+    &zset::zmpop::BZMPOP,
+    &zset::zmpop::ZMPOP,
     &connection::client::SPEC,
     &server::command::SPEC,
     &server::config::SPEC,
@@ -130,7 +135,9 @@ static COMMANDS: &[&Spec] = &[
     &string::incrbyfloat::SPEC,
     &server::info::SPEC,
     &generic::keys::SPEC,
+    &generic::move_::SPEC,
     &server::latency::SPEC,
+    &string::lcs::SPEC,
     &list::lpush::LPUSH,
     &list::lpush::RPUSH,
     &list::lpush::LPUSHX,
@@ -185,8 +192,12 @@ static COMMANDS: &[&Spec] = &[
     &string::set::PSETEX,
     &string::setrange::SPEC,
     &server::shutdown::SPEC,
+    &generic::swapdb::SPEC,
     &server::slowlog::SPEC,
+    &sort::sort_::SORT,
+    &sort::sort_::SORT_RO,
     &string::strlen::SPEC,
+    &string::getrange::SUBSTR,
     &server::time::SPEC,
     &server::wait::SPEC,
     &server::lolwut::SPEC,

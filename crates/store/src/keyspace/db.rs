@@ -119,6 +119,47 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// Write access to the shard holding `key` in this database and in
+    /// database `other` (MOVE), which must be another one. Both locks are
+    /// taken in the global order: the lower database's first (see
+    /// `locking`). Returns this database's guard first.
+    pub fn write_across(&self, other: usize, key: &[u8]) -> (WriteShard<'a>, WriteShard<'a>) {
+        assert_ne!(self.index, other, "one lock taken twice");
+        let there = self.store.db(other, self.now_ms);
+        let index = self.shard_index(key);
+        if self.index < other {
+            let here = self.guard(index);
+            (here, there.guard(index))
+        } else {
+            let there = there.guard(index);
+            (self.guard(index), there)
+        }
+    }
+
+    /// Read access to every shard of the database at once, for a command
+    /// that reads keys it cannot name before it reads (SORT with BY or
+    /// GET patterns): one instant for all of them. Guards are taken in
+    /// ascending shard order.
+    pub fn read_all(&self) -> ReadShard<'a> {
+        let guards = (0..SHARDS_PER_DB)
+            .map(|i| (i, read_lock(self.store, self.index, i)))
+            .collect();
+        ReadShard {
+            guards: Some(Guards::Many(guards)),
+            db: *self,
+            expired_in: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Write access to every shard of the database at once (SORT ... STORE
+    /// with BY or GET patterns), in ascending shard order.
+    pub fn write_all(&self) -> MultiWrite<'a> {
+        MultiWrite {
+            db: *self,
+            guards: (0..SHARDS_PER_DB).map(|i| (i, self.guard(i))).collect(),
+        }
+    }
+
     /// Keys, TTL count and average TTL of this database.
     pub fn stats(&self) -> DbStats {
         let (mut keys, mut expires, mut sum) = (0usize, 0usize, 0u128);

@@ -5,11 +5,23 @@
 //! store are in one global order: by database, then by shard index. The
 //! rule: a thread holds at most one shard guard at a time, except through
 //! [`Db::write_many`](super::Db::write_many),
-//! [`Db::read_many`](super::Db::read_many) and [`ShardSet::lock`], which
-//! take every lock they need at once in that ascending order. Multi-key
-//! commands that must be atomic (MSET, MSETNX, RENAME) use `write_many`;
-//! so do FLUSHDB and FLUSHALL. With one global order no two threads can
-//! wait on each other in a cycle.
+//! [`Db::read_many`](super::Db::read_many), [`Db::read_all`](super::Db::read_all),
+//! [`Db::write_all`](super::Db::write_all),
+//! [`Db::write_across`](super::Db::write_across),
+//! [`Store::swap_dbs`] and [`ShardSet::lock`], which take every lock they
+//! need at once in that ascending order. Multi-key commands that must be
+//! atomic (MSET, MSETNX, RENAME) use `write_many`; so do FLUSHDB and
+//! FLUSHALL. SORT with BY or GET patterns reads keys only its source names,
+//! so it holds all shards of its database (`read_all`, `write_all`).
+//!
+//! Two databases: a command that holds shards of two databases at once
+//! takes the lower-numbered database's first, as the global order says.
+//! MOVE holds the key's shard in both (`write_across`: the lower database's
+//! shard, then the higher's); SWAPDB holds every shard of both (`swap_dbs`:
+//! all of the lower database, then all of the higher). COPY to another
+//! database never holds both: it clones under the source's lock and writes
+//! under the destination's. With one global order no two threads can wait
+//! on each other in a cycle.
 //!
 //! Transactions (EXEC) run their queued commands atomically through a
 //! [`ShardSet`]: the caller names the shards the transaction reaches (the

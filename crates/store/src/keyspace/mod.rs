@@ -148,6 +148,25 @@ impl Store {
         }
     }
 
+    /// Swaps the contents of databases `a` and `b` (SWAPDB), atomically:
+    /// every shard of both is write-locked, the lower database's first (the
+    /// global order, see `locking`), and each pair of shards swaps what it
+    /// holds. A key stays in the same shard index in every database, so
+    /// the pairs line up. Watchers stay with their database and are marked
+    /// when their key exists in either (see [`Shard::swap_contents`]); the
+    /// guards publish each shard's new counts when released.
+    pub fn swap_dbs(&self, a: usize, b: usize, now_ms: u64) {
+        if a == b {
+            return;
+        }
+        let (low, high) = (self.db(a.min(b), now_ms), self.db(a.max(b), now_ms));
+        let mut lows: Vec<WriteShard> = (0..SHARDS_PER_DB).map(|i| low.guard(i)).collect();
+        let mut highs: Vec<WriteShard> = (0..SHARDS_PER_DB).map(|i| high.guard(i)).collect();
+        for (low, high) in lows.iter_mut().zip(highs.iter_mut()) {
+            low.guard.swap_contents(&mut high.guard);
+        }
+    }
+
     /// Bytes attributable to stored data in all databases. Maintained on
     /// every change, so reading it is one atomic load.
     pub fn dataset_bytes(&self) -> usize {
@@ -303,6 +322,54 @@ mod tests {
             }
         }
         assert_eq!(store.dataset_bytes(), 0);
+    }
+
+    #[test]
+    fn swapping_databases_moves_keys_counts_and_marks_watchers() {
+        let store = Store::new(3);
+        let (zero, one) = (store.db(0, 0), store.db(1, 0));
+        zero.write(b"a").insert(b"a", s("in0"), Some(1_000));
+        one.write(b"b").insert(b"b", s("in1"), None);
+        let (watch_a, watch_b, watch_none) = (
+            crate::WatchFlag::default(),
+            crate::WatchFlag::default(),
+            crate::WatchFlag::default(),
+        );
+        zero.write(b"a").watch(b"a", &watch_a);
+        zero.write(b"b").watch(b"b", &watch_b);
+        zero.write(b"c").watch(b"c", &watch_none);
+        let bytes = store.dataset_bytes();
+        store.swap_dbs(0, 1, 0);
+        let value = |db: &Db, k: &[u8]| db.read(k).get(k).map(|e| e.value().to_value());
+        assert_eq!(value(&zero, b"b"), Some(s("in1")));
+        assert_eq!(value(&one, b"a"), Some(s("in0")));
+        assert_eq!(value(&zero, b"a"), None);
+        assert_eq!((zero.stats().keys, zero.stats().expires), (1, 0));
+        assert_eq!((one.stats().keys, one.stats().expires), (1, 1));
+        assert_eq!(store.dataset_bytes(), bytes);
+        let marked = |f: &crate::WatchFlag| f.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(marked(&watch_a) && marked(&watch_b) && !marked(&watch_none));
+        // Watchers stay with database 0: a write there still marks them.
+        watch_none.store(false, std::sync::atomic::Ordering::Relaxed);
+        zero.write(b"c").insert(b"c", s("v"), None);
+        assert!(marked(&watch_none));
+        store.swap_dbs(2, 2, 0);
+        assert_eq!(store.db(2, 0).stats().keys, 0);
+    }
+
+    #[test]
+    fn a_key_moves_across_databases_under_both_locks() {
+        let store = Store::new(2);
+        let (zero, one) = (store.db(0, 0), store.db(1, 0));
+        zero.write(b"k").insert(b"k", s("v"), Some(5_000));
+        for (from, to) in [(zero, 1), (one, 0), (zero, 1)] {
+            let (mut here, mut there) = from.write_across(to, b"k");
+            let entry = here.remove(b"k").unwrap();
+            assert!(there.insert_renamed(b"k", entry).is_none());
+        }
+        assert!(zero.read(b"k").get(b"k").is_none());
+        let moved = one.read(b"k");
+        assert_eq!(moved.get(b"k").unwrap().expire_at_ms(), Some(5_000));
     }
 
     #[test]

@@ -157,7 +157,13 @@ impl ZSet {
                 || member.len() > limits.zset_max_listpack_value)
     }
 
-    fn convert_to_tree(&mut self) {
+    /// Leaves the compact encoding for the tree (what Redis calls a
+    /// skiplist), as inserting past the thresholds does; SORT does it too,
+    /// as Redis's does. Does nothing to a tree.
+    pub fn convert_to_tree(&mut self) {
+        if !matches!(self, ZSet::Pack(_)) {
+            return;
+        }
         let mut sorted = Sorted::default();
         for (member, score) in self.range(0, self.len()) {
             sorted

@@ -1,13 +1,16 @@
 //! The pops several commands share: LMOVE's pop-and-maybe-push step, which
-//! BLPOP, BRPOP and BLMOVE take too (also when a waiter is served later,
-//! see `crate::blocking`), and the way the blocking pops (lists and sorted
-//! sets) try at once, keys in order, and block if every key is missing.
+//! BLPOP, BRPOP, BLMOVE and BRPOPLPUSH take too (also when a waiter is
+//! served later, see `crate::blocking`); popping several elements of a list
+//! (LMPOP, BLMPOP) or members of a sorted set (ZPOPMIN, ZMPOP, the
+//! blocking ones); the `numkeys key [key ...] <end> [COUNT count]` form of
+//! the *MPOP commands; and the way the pops of several keys try at once,
+//! keys in order, and block if every key is missing.
 
 use bytes::Bytes;
-use keel_store::{End, Limits, List, MultiWrite};
+use keel_store::{End, Limits, List, MultiWrite, WriteShard, ZSet};
 
 use super::collection::{limits, update_in, Edit, Missing};
-use super::{errors, is, parse_f64, Ctx, Error};
+use super::{errors, is, parse_f64, parse_i64, Ctx, Error};
 use crate::blocking::{write_outcome, Outcome, Wait};
 use crate::client::AfterReply;
 
@@ -88,11 +91,108 @@ impl Pop {
     }
 }
 
+/// Pops up to `count` elements from the `from` end of the list at `key`
+/// in a locked shard; `None` when the key is missing.
+pub fn list_pop_many(
+    shard: &mut WriteShard,
+    key: &[u8],
+    from: End,
+    count: usize,
+    limits: &Limits,
+) -> Result<Option<Vec<Vec<u8>>>, Error> {
+    update_in(shard, key, Missing::Skip, |list: &mut List| {
+        let n = count.min(list.len());
+        let popped: Vec<_> = (0..n).filter_map(|_| list.pop(from, limits)).collect();
+        Ok(Edit::changed_if(!popped.is_empty(), popped))
+    })
+}
+
+/// Sorted-set members and their scores, in the order popped.
+pub type Members = Vec<(Vec<u8>, f64)>;
+
+/// Removes up to `count` members from the low end of `zset`, or from the
+/// high end when `max`, in the order they are popped.
+pub fn take_members(zset: &mut ZSet, count: usize, max: bool) -> Edit<Members> {
+    let n = count.min(zset.len());
+    let ranks = if max {
+        zset.len() - n..zset.len()
+    } else {
+        0..n
+    };
+    let mut popped = zset.remove_ranks(ranks);
+    if max {
+        popped.reverse();
+    }
+    Edit::changed_if(!popped.is_empty(), popped)
+}
+
+/// Pops up to `count` members of the sorted set at `key` in a locked shard,
+/// as ZPOPMIN or ZPOPMAX would; `None` when the key is missing.
+pub fn zset_pop_many(
+    shard: &mut WriteShard,
+    key: &[u8],
+    count: usize,
+    max: bool,
+) -> Result<Option<Members>, Error> {
+    update_in(shard, key, Missing::Skip, |zset: &mut ZSet| {
+        Ok(take_members(zset, count, max))
+    })
+}
+
 /// The blocking pops of the form `key [key ...] timeout`: `wait` on the
 /// first key that has an element.
 pub fn pop_first(ctx: &mut Ctx, args: &[Bytes], wait: Wait) -> Result<(), Error> {
     let deadline = deadline(&args[args.len() - 1])?;
     block(ctx, &args[1..args.len() - 1], wait, deadline)
+}
+
+/// The arguments of the *MPOP commands from `numkeys` on: `numkeys key
+/// [key ...] <end> [COUNT count]`, parsed as Redis's lmpopGenericCommand
+/// and zmpopGenericCommand do, in their order and with their errors.
+pub struct Mpop<'a, E> {
+    /// The keys, tried in order.
+    pub keys: &'a [Bytes],
+    /// The end to pop from, as `end` parsed it.
+    pub end: E,
+    /// How many elements at most (1 without COUNT).
+    pub count: usize,
+}
+
+/// Parses `numkeys key [key ...] <end> [COUNT count]` from `args`, the end
+/// with `end`.
+pub fn mpop_args<E>(
+    args: &[Bytes],
+    end: impl FnOnce(&[u8]) -> Result<E, Error>,
+) -> Result<Mpop<'_, E>, Error> {
+    let positive = |arg: &[u8], message: &'static str| {
+        parse_i64(arg)
+            .ok()
+            .filter(|&n| n > 0)
+            .map(|n| n as usize)
+            .ok_or(Error::from(message))
+    };
+    let numkeys = positive(&args[0], "ERR numkeys should be greater than 0")?;
+    if numkeys >= args.len() - 1 {
+        return Err(errors::SYNTAX.into());
+    }
+    let keys = &args[1..=numkeys];
+    let end = end(&args[numkeys + 1])?;
+    let mut count = None;
+    let mut options = args[numkeys + 2..].iter();
+    while let Some(option) = options.next() {
+        match options.as_slice().first() {
+            Some(n) if count.is_none() && is(option, "count") => {
+                count = Some(positive(n, "ERR count should be greater than 0")?);
+                options.next();
+            }
+            _ => return Err(errors::SYNTAX.into()),
+        }
+    }
+    Ok(Mpop {
+        keys,
+        end,
+        count: count.unwrap_or(1),
+    })
 }
 
 /// Parses a timeout in seconds (a float; 0 waits forever) into a deadline,
@@ -127,6 +227,24 @@ pub fn block(
     wait: Wait,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<(), Error> {
+    pop_or_wait(ctx, sources, wait, Some(deadline))
+}
+
+/// Pops from the first of `sources` that has an element, or replies that
+/// there was none (LMPOP, ZMPOP).
+pub fn pop_at_once(ctx: &mut Ctx, sources: &[Bytes], wait: Wait) -> Result<(), Error> {
+    pop_or_wait(ctx, sources, wait, None)
+}
+
+/// Pops from the first of `sources` that has an element; otherwise blocks
+/// until `deadline` when given one (`Some(None)` waits forever), and
+/// replies that there was none when not, or inside a transaction.
+fn pop_or_wait(
+    ctx: &mut Ctx,
+    sources: &[Bytes],
+    wait: Wait,
+    deadline: Option<Option<tokio::time::Instant>>,
+) -> Result<(), Error> {
     let limits = limits(ctx);
     let db = ctx.db();
     let keys: Vec<Bytes> = sources.iter().flat_map(|s| wait.keys(s)).collect();
@@ -138,10 +256,10 @@ pub fn block(
             return Ok(());
         }
     }
-    if ctx.client.tx.executing {
+    let Some(deadline) = deadline.filter(|_| !ctx.client.tx.executing) else {
         wait.write_nothing(&mut ctx.w());
         return Ok(());
-    }
+    };
     ctx.client.handle.set_blocked(true);
     let blocking = &ctx.server.blocking;
     let blocked = blocking.register(ctx.client.db, sources.to_vec(), wait, deadline);

@@ -1,5 +1,6 @@
-//! The blocking pops: BLPOP and BRPOP key [key ...] timeout, and BLMOVE
-//! source destination LEFT|RIGHT LEFT|RIGHT timeout; the way they try and
+//! The blocking pops: BLPOP and BRPOP key [key ...] timeout, BLMOVE
+//! source destination LEFT|RIGHT LEFT|RIGHT timeout, and BRPOPLPUSH source
+//! destination timeout (BLMOVE source destination RIGHT LEFT); the way they try and
 //! block, which the sorted-set ones (`bzpop`) share, is `context::pop`.
 //!
 //! Each first tries at once, keys in order, exactly as LPOP/RPOP/LMOVE
@@ -67,6 +68,23 @@ pub const BLMOVE: Spec = Spec {
             block(ctx, &args[1..2], Wait::List(pop), deadline)
         },
     )
+};
+
+/// BRPOPLPUSH.
+pub const BRPOPLPUSH: Spec = Spec {
+    name: "brpoplpush",
+    arity: 4,
+    summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
+    since: "2.2.0",
+    run: |ctx, args| {
+        let pop = Pop {
+            from: End::Right,
+            to: Some((args[2].clone(), End::Left)),
+        };
+        let deadline = deadline(&args[3])?;
+        block(ctx, &args[1..2], Wait::List(pop), deadline)
+    },
+    ..BLMOVE
 };
 
 fn pop_any(ctx: &mut Ctx, args: &[Bytes], from: End) -> Result<(), Error> {

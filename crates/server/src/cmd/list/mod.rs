@@ -2,6 +2,7 @@
 
 pub mod blpop;
 pub mod lmove;
+pub mod lmpop;
 pub mod lpop;
 pub mod lpos;
 pub mod lpush;

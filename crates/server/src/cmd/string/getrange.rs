@@ -1,5 +1,5 @@
 //! GETRANGE key start end — a substring, with negative offsets counted
-//! from the end, clamped as Redis clamps them.
+//! from the end, clamped as Redis clamps them — and SUBSTR, its old name.
 
 use bytes::Bytes;
 
@@ -18,6 +18,15 @@ pub const SPEC: Spec = Spec {
     complexity: "O(N) where N is the length of the returned string.",
     run,
     ..BASE
+};
+
+/// SUBSTR.
+pub const SUBSTR: Spec = Spec {
+    name: "substr",
+    summary: "Get a substring of the string stored at a key",
+    since: "1.0.0",
+    complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
+    ..SPEC
 };
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {

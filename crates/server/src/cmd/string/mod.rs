@@ -8,6 +8,7 @@ pub mod getrange;
 pub mod getset;
 pub mod incr;
 pub mod incrbyfloat;
+pub mod lcs;
 pub mod mget;
 pub mod mset;
 pub mod set;

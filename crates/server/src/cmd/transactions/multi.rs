@@ -161,7 +161,7 @@ fn shards_reached<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]
         let id = crate::cmd::dispatch::resolve(&server.commands, args).ok();
         let spec = server.commands.specs()[id.expect("resolved when queued")];
         let keys = crate::cmd::context::keys_of(spec, args).unwrap_or_default();
-        if (keys.is_empty() && !reaches_no_key(spec)) || copies_to_another_db(spec, args) {
+        if (keys.is_empty() && !reaches_no_key(spec)) || reaches_unnamed_keys(spec, args) {
             shards.insert_all();
             return shards;
         }
@@ -204,10 +204,16 @@ fn reaches_no_key(spec: &Spec) -> bool {
     )
 }
 
-/// COPY with a DB option writes its destination in another database than
-/// its key positions say.
-fn copies_to_another_db(spec: &Spec, args: &[Bytes]) -> bool {
-    spec.name == "copy" && args[3..].iter().any(|arg| is(arg, "db"))
+/// Commands that reach keys their key positions do not name: COPY with a
+/// DB option and MOVE write in another database, and SORT with BY or GET
+/// reads keys its source's elements name.
+fn reaches_unnamed_keys(spec: &Spec, args: &[Bytes]) -> bool {
+    match spec.name {
+        "copy" => args[3..].iter().any(|arg| is(arg, "db")),
+        "move" => true,
+        "sort" | "sort_ro" => args[2..].iter().any(|arg| is(arg, "by") || is(arg, "get")),
+        _ => false,
+    }
 }
 
 /// The database a queued SELECT switches to, if it succeeds.

@@ -18,7 +18,10 @@ pub const BZPOPMIN: Spec = Spec {
     summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
-    run: |ctx, args| pop_first(ctx, args, Wait::ZSet { max: false }),
+    run: |ctx, args| pop_first(ctx, args, Wait::ZSet {
+        max: false,
+        count: None,
+    }),
     ..BASE
 };
 
@@ -26,6 +29,9 @@ pub const BZPOPMIN: Spec = Spec {
 pub const BZPOPMAX: Spec = Spec {
     name: "bzpopmax",
     summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-    run: |ctx, args| pop_first(ctx, args, Wait::ZSet { max: true }),
+    run: |ctx, args| pop_first(ctx, args, Wait::ZSet {
+        max: true,
+        count: None,
+    }),
     ..BZPOPMIN
 };

@@ -2,6 +2,7 @@
 
 pub mod bzpop;
 pub mod zadd;
+pub mod zmpop;
 pub mod zpop;
 pub mod zrandmember;
 pub mod zrange;

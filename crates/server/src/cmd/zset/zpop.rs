@@ -3,41 +3,12 @@
 
 use bytes::Bytes;
 use keel_resp::Protocol;
-use keel_store::{WriteShard, ZSet};
+use keel_store::ZSet;
 
-use crate::cmd::context::collection::{update, update_in, Edit, Missing};
+use crate::cmd::context::collection::{update, Edit, Missing};
+use crate::cmd::context::pop::take_members;
 use crate::cmd::context::zset::{End, Window};
 use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
-
-/// Removes up to `count` members from the low end of `zset`, or from the
-/// high end when `max`, in the order they are popped.
-fn take(zset: &mut ZSet, count: usize, max: bool) -> Edit<Vec<(Vec<u8>, f64)>> {
-    let n = count.min(zset.len());
-    let ranks = if max {
-        zset.len() - n..zset.len()
-    } else {
-        0..n
-    };
-    let mut popped = zset.remove_ranks(ranks);
-    if max {
-        popped.reverse();
-    }
-    Edit::changed_if(!popped.is_empty(), popped)
-}
-
-/// Pops one member of the sorted set at `key` in a locked shard, as
-/// ZPOPMIN or ZPOPMAX would (BZPOPMIN and BZPOPMAX, also when serving a
-/// blocked client); `None` when the key is missing.
-pub fn pop_one(
-    shard: &mut WriteShard,
-    key: &[u8],
-    max: bool,
-) -> Result<Option<(Vec<u8>, f64)>, Error> {
-    let popped = update_in(shard, key, Missing::Skip, |zset: &mut ZSet| {
-        Ok(take(zset, 1, max))
-    })?;
-    Ok(popped.and_then(|members| members.into_iter().next()))
-}
 
 /// ZPOPMIN and ZPOPMAX: `max` pops from the high end.
 fn pop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Result<(), Error> {
@@ -54,7 +25,7 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Result<(), Error> {
         ),
     };
     let popped = update(ctx, &args[1], Missing::Skip, |zset: &mut ZSet| {
-        Ok(take(zset, count.unwrap_or(1), max))
+        Ok(take_members(zset, count.unwrap_or(1), max))
     })?
     .unwrap_or_default();
     let mut w = ctx.w();

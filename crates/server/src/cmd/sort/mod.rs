@@ -1,0 +1,3 @@
+//! SORT and SORT_RO: Redis's `sort.c`.
+
+pub mod sort_;
