@@ -233,6 +233,9 @@ pub struct Ctx<'a> {
     pub(super) room_made: usize,
     /// Set by [`Ctx::reserve`] when the room it asked for needs evicting.
     pub(super) room_needed: Option<usize>,
+    /// Set by [`Ctx::pushes`]: the reply is pushes, sent under CLIENT
+    /// REPLY OFF.
+    pub(super) pushed: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -240,6 +243,12 @@ impl<'a> Ctx<'a> {
     /// shows "(redacted)" instead, as Redis does.
     pub fn redact(&mut self, index: usize) {
         self.redacted.push(index);
+    }
+
+    /// Marks the reply as pub/sub pushes (subscription confirmations),
+    /// which CLIENT REPLY OFF and SKIP do not silence, as in Redis.
+    pub fn pushes(&mut self) {
+        self.pushed = true;
     }
 
     /// A writer for the reply, in the connection's protocol. Once the
@@ -274,8 +283,19 @@ impl<'a> Ctx<'a> {
         Err(errors::OOM.into())
     }
 
-    /// The selected database at this command's instant.
+    /// The selected database at this command's instant; with CLIENT
+    /// NO-TOUCH on, accesses through it leave keys' LRU/LFU data alone.
     pub fn db(&self) -> keel_store::Db<'a> {
+        let db = self.db_touching();
+        match self.client.handle.no_touch() {
+            true => db.without_touch(),
+            false => db,
+        }
+    }
+
+    /// The selected database, recording accesses even under CLIENT
+    /// NO-TOUCH (TOUCH, whose purpose is the access).
+    pub fn db_touching(&self) -> keel_store::Db<'a> {
         self.server.store.db(self.client.db, self.now_ms)
     }
 

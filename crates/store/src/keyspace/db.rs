@@ -23,6 +23,9 @@ pub struct Db<'a> {
     pub(super) index: usize,
     pub(super) counts: &'a [ShardCounts],
     pub(super) now_ms: u64,
+    /// False for a client with CLIENT NO-TOUCH on: accesses through this
+    /// view leave keys' LRU/LFU data as it was.
+    pub(super) touch: bool,
 }
 
 /// Statistics of one database, for INFO keyspace.
@@ -48,6 +51,15 @@ pub struct DbMemory {
 }
 
 impl<'a> Db<'a> {
+    /// This view, with accesses that do not count as use (CLIENT
+    /// NO-TOUCH): the keys' recency and frequency are left as they were.
+    pub fn without_touch(self) -> Db<'a> {
+        Db {
+            touch: false,
+            ..self
+        }
+    }
+
     /// The instant this view answers for.
     pub fn now_ms(&self) -> u64 {
         self.now_ms
@@ -69,6 +81,7 @@ impl<'a> Db<'a> {
             store: self.store,
             db: self.index,
             now_ms: self.now_ms,
+            touch: self.touch,
         }
     }
 

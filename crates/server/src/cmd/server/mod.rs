@@ -8,6 +8,7 @@ pub mod flush;
 pub mod info;
 pub mod latency;
 pub mod memory;
+pub mod monitor;
 pub mod shutdown;
 pub mod slowlog;
 pub mod time;
