@@ -280,7 +280,7 @@ pub fn doctor(events: &[(&str, Series)], server: &DoctorContext, now_secs: u64) 
         return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n".into();
     }
     if events.is_empty() {
-        return "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep tonight.\n".into();
+        return "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n".into();
     }
     let mut report = String::from(
         "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\n",

@@ -91,8 +91,13 @@ impl Spec {
 /// ZUNIONSTORE, SINTERCARD, ...) the keys it counts, as Redis's getkeys
 /// procedures find them. `None` when they cannot be told: a count that is
 /// not a positive number within the arguments, or a command with keys at
-/// moving positions that no rule here knows.
+/// moving positions that no rule here knows. Shard channels (SSUBSCRIBE,
+/// SPUBLISH, ...) have key positions, as COMMAND INFO shows, but are not
+/// keys: Redis marks their key specs `not_key`.
 pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    if spec.group == "pubsub" {
+        return Some(Vec::new());
+    }
     let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
     let count_at = match spec.name {
         "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" => 1,

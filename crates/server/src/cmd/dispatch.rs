@@ -181,7 +181,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     if !ctx.client.authenticated && !spec.has_flag("no_auth") {
         return reject(ctx, Some(id), errors::NOAUTH.into());
     }
-    let subscribed = ctx.client.subscriptions.count() > 0;
+    let subscribed = ctx.client.subscriptions.any();
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
         let top = spec.name.split('|').next().unwrap_or(spec.name);
         if !ALLOWED_WHILE_SUBSCRIBED.contains(&top) {
