@@ -713,11 +713,13 @@ impl<'a> Connection<'a> {
                 return Ok(Batch::Done);
             }
             if let Some(writes) = held {
-                // Replies before the held command go out now.
+                // Replies before the held command go out now; a client that
+                // leaves meanwhile is let go at once.
                 self.flush().await?;
                 tokio::select! {
                     _ = self.server.pause.wait(writes, unix_ms) => {}
                     _ = &mut killed => return Ok(Batch::Close),
+                    _ = peer_closed(self.socket) => return Ok(Batch::Close),
                 }
             }
             if let Some(lane) = self.heavy_lane().filter(|_| self.lane_turn.is_none()) {
