@@ -313,6 +313,39 @@ mod tests {
     }
 
     #[test]
+    fn a_view_without_touch_leaves_access_data_alone() {
+        let store = Store::new(1);
+        store.access.set_policy(crate::access::Policy::AllKeysLfu);
+        let db = store.db(0, 0);
+        db.write(b"k").insert(b"k", s("v"), None);
+        let counter = |db: &Db| {
+            let shard = db.read(b"k");
+            let entry = shard.peek(b"k").expect("present");
+            entry.access().decayed_counter(&store.access, store.clock())
+        };
+        let before = counter(&db);
+        let untouched = store.db(0, 0).without_touch();
+        assert!(untouched.read(b"k").get(b"k").is_some());
+        assert!(untouched.write(b"k").get_mut(b"k").is_some());
+        assert_eq!(counter(&db), before, "reads and writes without touch");
+        assert!(db.read(b"k").get(b"k").is_some());
+        assert!(counter(&db) > before, "an ordinary read counts");
+    }
+
+    #[test]
+    fn paused_expiry_leaves_expired_keys_in_place() {
+        let store = Store::new(1);
+        store.db(0, 0).write(b"k").insert(b"k", s("v"), Some(50));
+        store.pause_expiry_until(200);
+        let paused = store.db(0, 100);
+        assert!(paused.read(b"k").get(b"k").is_none(), "logically expired");
+        assert_eq!(paused.stats().keys, 1, "but not reclaimed");
+        let resumed = store.db(0, 200);
+        assert!(resumed.read(b"k").get(b"k").is_none());
+        assert_eq!(resumed.stats().keys, 0, "reclaimed once the pause ended");
+    }
+
+    #[test]
     fn read_many_sees_every_key_and_reclaims_expired_ones() {
         let store = Store::new(1);
         let db = store.db(0, 0);
