@@ -125,6 +125,24 @@ def test_publish_after_unsubscribe_without_arguments_reaches_nobody(
     assert sub.call("PING") == Status("PONG"), "no message came before PING's reply"
 
 
+@pytest.mark.parametrize("leave", [["UNSUBSCRIBE"], ["UNSUBSCRIBE", "chan1"], ["RESET"]])
+def test_publish_right_after_an_unread_unsubscribe_reaches_nobody(connect, leave):
+    """Redis runs requests in arrival order: an UNSUBSCRIBE sent before a
+    PUBLISH, its reply not yet read, has left the channel when the PUBLISH
+    runs (Redis's "PUBLISH/SUBSCRIBE after UNSUBSCRIBE without arguments").
+    keel runs connections in parallel; this used to fail a few times in a
+    hundred."""
+    pub = connect()
+    reached = 0
+    for _ in range(200):
+        sub = connect()
+        subscribe(sub, "SUBSCRIBE", "chan1", "chan2")
+        sub.send(*leave)
+        reached += pub.call("PUBLISH", "chan1", "hello")
+        sub.close()
+    assert reached == 0
+
+
 def test_shard_channels_publish_and_unsubscribe(connect):
     sub, pub = connect(), connect()
     assert subscribe(sub, "SSUBSCRIBE", "orders", "stock") == [

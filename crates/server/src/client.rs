@@ -8,13 +8,16 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use keel_resp::Protocol;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+
+/// How much of a subscriber's unread input publishers look at.
+const PEEK_BYTES: usize = 4096;
 
 /// What the connection must do once the current reply is written.
 pub enum AfterReply {
@@ -225,6 +228,14 @@ pub struct ClientHandle {
     unblock_signal: Notify,
     /// SUBSCRIBE, PSUBSCRIBE and SSUBSCRIBE counts, for CLIENT LIST.
     subscriptions: [AtomicUsize; 3],
+    /// The connection's socket, for publishers to look at what it sent
+    /// and was not read yet (see [`ClientHandle::is_leaving`]); -1 when
+    /// not known. Subscriptions end before the socket closes, so a
+    /// publisher never looks at a socket that is gone.
+    socket_fd: AtomicI32,
+    /// What a subscribed connection read and has not run yet, for the same
+    /// publishers: its requests leave the socket before they run.
+    unexecuted: Mutex<bytes::Bytes>,
     monitor: AtomicBool,
     /// Bytes waiting in the query buffer.
     pub query_buffer: AtomicUsize,
@@ -279,6 +290,93 @@ impl ClientHandle {
     pub fn set_blocked(&self, on: bool) {
         self.blocked.store(on, Ordering::Relaxed);
         self.unblock.store(0, Ordering::Relaxed);
+    }
+
+    /// Records the connection's socket (see [`ClientHandle::is_leaving`]).
+    pub fn set_socket_fd(&self, fd: std::os::fd::RawFd) {
+        self.socket_fd.store(fd, Ordering::Relaxed);
+    }
+
+    /// Forgets what [`ClientHandle::expose_unread`] showed, once it ran.
+    pub fn clear_unexecuted(&self) {
+        *self.unexecuted.lock() = bytes::Bytes::new();
+    }
+
+    /// Before a subscribed connection reads its socket: shows publishers
+    /// what it has not run yet, `read_buf` and what the socket holds, so
+    /// that its requests are visible to [`ClientHandle::is_leaving`] at
+    /// every moment until they run.
+    pub fn expose_unread(&self, read_buf: &[u8]) {
+        let mut ahead = [0u8; PEEK_BYTES];
+        let ahead = self.peek(&mut ahead);
+        let mut unexecuted = Vec::with_capacity(read_buf.len() + ahead.len());
+        unexecuted.extend_from_slice(read_buf);
+        unexecuted.extend_from_slice(ahead);
+        *self.unexecuted.lock() = unexecuted.into();
+    }
+
+    /// What the socket holds unread, up to `buf`'s length, left in place.
+    fn peek<'b>(&self, buf: &'b mut [u8]) -> &'b [u8] {
+        let fd = self.socket_fd.load(Ordering::Relaxed);
+        if fd < 0 {
+            return &[];
+        }
+        // SAFETY: `fd` is this connection's socket, open for as long as the
+        // connection can be found among a channel's subscribers; the buffer
+        // is valid for its length.
+        let peeked = unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        match usize::try_from(peeked) {
+            Ok(len) => &buf[..len],
+            Err(_) => &[],
+        }
+    }
+
+    /// True if requests the client sent and keel has not run yet leave
+    /// the subscription `name` of `kind`: (P|S)UNSUBSCRIBE naming it or
+    /// naming nothing, RESET or QUIT. Redis runs requests in the order they
+    /// arrive, so a message published after such a request arrived does
+    /// not reach the client; keel's connections run in parallel, so a
+    /// publisher looks at the subscriber's unread bytes (a peek, which
+    /// leaves them for the connection) to keep that order. One syscall
+    /// per subscriber a message reaches.
+    pub fn is_leaving(&self, kind: crate::pubsub::Kind, name: &[u8]) -> bool {
+        use crate::pubsub::Kind;
+        // The socket first: bytes leave it for `unexecuted` (see
+        // `expose_unread`), never the other way.
+        let mut unread = [0u8; PEEK_BYTES];
+        let peeked = self.peek(&mut unread);
+        let mut buf = bytes::BytesMut::from(&self.unexecuted.lock()[..]);
+        buf.extend_from_slice(peeked);
+        let mut decoder = keel_resp::RequestDecoder::default();
+        let limits = keel_resp::Limits {
+            max_bulk_len: buf.len(),
+            authenticated: true,
+        };
+        let leaves = |args: &[bytes::Bytes]| {
+            let command = &args[0];
+            let named = |c: &str| command.eq_ignore_ascii_case(c.as_bytes());
+            let leaving_kind = match kind {
+                Kind::Channel => named("unsubscribe"),
+                Kind::Pattern => named("punsubscribe"),
+                Kind::Shard => named("sunsubscribe"),
+            };
+            named("reset")
+                || named("quit")
+                || (leaving_kind && (args.len() == 1 || args[1..].iter().any(|a| a == name)))
+        };
+        while let Ok(Some(args)) = decoder.next(&mut buf, &limits) {
+            if !args.is_empty() && leaves(&args) {
+                return true;
+            }
+        }
+        false
     }
 
     /// CLIENT UNBLOCK: ends the client's blocking command, if it is in one.
@@ -422,6 +520,8 @@ impl Clients {
             unblock: AtomicU8::new(0),
             unblock_signal: Notify::new(),
             subscriptions: Default::default(),
+            socket_fd: AtomicI32::new(-1),
+            unexecuted: Mutex::new(bytes::Bytes::new()),
             monitor: AtomicBool::new(false),
             query_buffer: AtomicUsize::new(0),
             output_buffer: AtomicUsize::new(0),

@@ -413,14 +413,19 @@ enum Batch {
 impl<'a> Connection<'a> {
     async fn run(&mut self) -> std::io::Result<Ended> {
         let handle = self.client.handle.clone();
+        handle.set_socket_fd(std::os::fd::AsRawFd::as_raw_fd(&*self.socket));
         // One wait for the whole connection: CLIENT KILL and shutdown both
         // end it through this signal.
         let killed = handle.killed();
         tokio::pin!(killed);
         self.recharge();
         let mut has_read = false;
+        let mut exposed_input = false;
         loop {
             let batch = self.execute_buffered(killed.as_mut()).await?;
+            if std::mem::take(&mut exposed_input) {
+                handle.clear_unexecuted();
+            }
             self.flush().await?;
             if matches!(batch, Batch::Close) || handle.is_killed() {
                 return Ok(Ended::Closed);
@@ -464,6 +469,9 @@ impl<'a> Connection<'a> {
             let socket = &*self.socket;
             let (progress, charged) = (&mut self.progress, &mut self.charged);
             let (lane_turn, id) = (&mut self.lane_turn, handle.id);
+            let subscribed = self.client.subscriptions.any();
+            let exposed_input = &mut exposed_input;
+            let handle = &*handle;
             // Read space is asked of the client budget only once there is
             // data to read, so an idle connection holds none while it waits
             // (see `KEEP_CAPACITY_UNDER_PRESSURE`). A heavy connection
@@ -506,6 +514,12 @@ impl<'a> Connection<'a> {
                     }
                     if let Some(lane) = lane {
                         *lane_turn = Some(lane.take_turn(stats).await);
+                    }
+                    // A subscriber's requests stay visible to publishers
+                    // until they run (see `ClientHandle::is_leaving`).
+                    if subscribed {
+                        handle.expose_unread(&progress.read_buf);
+                        *exposed_input = true;
                     }
                     match socket.try_read_buf(&mut progress.read_buf) {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => *lane_turn = None,

@@ -403,6 +403,7 @@ impl PubSub {
     ) -> usize {
         let now_ms = crate::server::unix_ms();
         subscribers
+            .filter(|subscriber| !leaving(subscriber, message))
             .filter(|subscriber| self.queue(subscriber, message, now_ms))
             .count()
     }
@@ -445,6 +446,19 @@ impl PubSub {
             return false;
         }
         true
+    }
+}
+
+/// True if `subscriber` sent, before this message was published, a request
+/// that ends the subscription it would receive it by (see
+/// `ClientHandle::is_leaving`): as in Redis, it then does not receive it.
+fn leaving(subscriber: &Subscriber, message: &Message) -> bool {
+    let client = &subscriber.client;
+    match &message.delivery {
+        Delivery::Channel => client.is_leaving(Kind::Channel, &message.channel),
+        Delivery::Pattern(pattern) => client.is_leaving(Kind::Pattern, pattern),
+        Delivery::Shard => client.is_leaving(Kind::Shard, &message.channel),
+        Delivery::Monitor => false,
     }
 }
 
