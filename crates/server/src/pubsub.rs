@@ -17,6 +17,12 @@
 //! queued: the subscriber is killed instead, as Redis disconnects it, and
 //! its connection closes at once, even from inside a stuck write.
 //!
+//! Redis runs requests in the order they arrive, so a PUBLISH sent just
+//! after a subscriber's UNSUBSCRIBE does not reach it. keel's connections
+//! run in parallel, so for channels and patterns of a few subscribers a
+//! publisher looks at what each subscriber sent and has not run yet (see
+//! `ClientHandle::is_leaving`) and skips one that is leaving.
+//!
 //! A MONITOR client gets the same kind of inbox, fed by dispatch with a
 //! line per command, under the `normal` class's output limits (Redis
 //! counts a monitor as a normal client) and the same client budget: a
