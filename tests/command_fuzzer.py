@@ -191,6 +191,10 @@ ARGUMENT_SYNTAX = {
     "client|list": "[TYPE (NORMAL | MASTER | REPLICA | PUBSUB)] [ID client-id:integer...]",
     "client|info": "",
     "client|no-evict": "(ON | OFF | value:string)",
+    "client|no-touch": "(ON | OFF | value:string)",
+    "client|reply": "(ON | value:string)",
+    "client|unpause": "",
+    "client|unblock": "client-id:integer [TIMEOUT | ERROR | value:string]",
     "client|help": "",
     "command": "",
     "command|count": "",
@@ -310,6 +314,11 @@ ARGUMENT_SYNTAX = {
     "keys": "pattern",
     "latency": "",
     "latency|histogram": f"[{COMMAND_NAME}...]",
+    "latency|doctor": "",
+    "latency|graph": "event:string",
+    "latency|history": "event:string",
+    "latency|latest": "",
+    "latency|reset": "[event:string...]",
     "latency|help": "",
     "lpush": "key element:string...",
     "rpush": "key element:string...",
@@ -362,6 +371,9 @@ ARGUMENT_SYNTAX = {
     "pubsub|channels": "[pattern]",
     "pubsub|numsub": "[channel:string...]",
     "pubsub|numpat": "",
+    "pubsub|shardchannels": "[pattern]",
+    "pubsub|shardnumsub": "[shardchannel:string...]",
+    "spublish": "shardchannel:string message:string",
     "pubsub|help": "",
     "quit": "",
     "randomkey": "",
@@ -396,8 +408,10 @@ ARGUMENT_SYNTAX = {
 BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items() if BLOCKING_TIMEOUT in syntax}
 
 # Commands keel has that the fuzzer never sends (the reasons are in the docstring).
+# A pause, a monitor or CLIENT REPLY OFF would stop the fuzzer's replies.
 EXCLUDED = {"shutdown", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
-            "client|kill", "config|rewrite", "migrate"}
+            "ssubscribe", "sunsubscribe", "client|kill", "config|rewrite", "client|pause",
+            "monitor", "migrate"}
 RARE = {"flushall": 0.05, "flushdb": 0.05, "pfselftest": 0.01}
 ARGUMENT_TYPES = {"key", "string", "integer", "double", "pattern", "unix-time"}
 

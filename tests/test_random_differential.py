@@ -95,6 +95,7 @@ class CommandGenerator:
             self.server_cmd: 2,
             self.sort_cmd: 6,
             self.misc2_cmd: 5,
+            self.pubsub_client_cmd: 2,
         }
         self.makers = list(weights)
         self.weights = list(weights.values())
@@ -361,6 +362,27 @@ class CommandGenerator:
             lambda: ["HINCRBY", k, self.field(), self.integer(-100, 100)],
             lambda: ["HINCRBYFLOAT", k, self.field(), self.rng.choice(self.FLOATS + ["x"])],
             lambda: [self.rng.choice(["HGETALL", "HKEYS", "HVALS"]), k],
+        ])()
+
+    def pubsub_client_cmd(self):
+        """Publishing with nobody subscribed, PUBSUB's counts, and CLIENT and
+        LATENCY subcommands given bad input only (a real pause or REPLY OFF
+        would stop the comparison)."""
+        channel = self.rng.choice(["ch", "s1", "", "a b"])
+        return self.rng.choice([
+            lambda: [self.rng.choice(["PUBLISH", "SPUBLISH"]), channel, self.value()],
+            lambda: ["PUBSUB", self.rng.choice(["CHANNELS", "SHARDCHANNELS"])]
+            + self.rng.choice([[], [self.rng.choice(self.GLOBS)]]),
+            lambda: ["PUBSUB", self.rng.choice(["NUMSUB", "SHARDNUMSUB"]), channel, "s2"],
+            lambda: ["PUBSUB", "NUMPAT"],
+            lambda: ["CLIENT", "REPLY", self.rng.choice(["MAYBE", "", "ONN"])],
+            lambda: ["CLIENT", "PAUSE", self.rng.choice(["-1", "abc", "1.5"])]
+            + self.rng.choice([[], ["WRITE"], ["READ"]]),
+            lambda: ["CLIENT", "UNBLOCK", self.rng.choice(["abc", "-1", "0", "99999999"])]
+            + self.rng.choice([[], ["TIMEOUT"], ["ERROR"], ["LATER"]]),
+            lambda: ["CLIENT", "NO-EVICT", self.rng.choice(["on", "off", "maybe"])],
+            lambda: ["LATENCY", self.rng.choice(["LATEST", "RESET"])],
+            lambda: ["LATENCY", "HISTORY", self.rng.choice(["command", "nosuch"])],
         ])()
 
     def set_cmd(self):

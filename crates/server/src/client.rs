@@ -8,13 +8,16 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use keel_resp::Protocol;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+
+/// How much of a subscriber's unread input publishers look at.
+const PEEK_BYTES: usize = 4096;
 
 /// What the connection must do once the current reply is written.
 pub enum AfterReply {
@@ -47,6 +50,38 @@ pub struct Client {
     pub ready: Vec<(usize, bytes::Bytes)>,
     /// Channels and patterns this connection subscribes to.
     pub subscriptions: Subscriptions,
+    /// CLIENT REPLY: whether replies are sent.
+    pub reply_mode: ReplyMode,
+}
+
+/// CLIENT REPLY's modes, as Redis's `CLIENT_REPLY_*` flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    #[default]
+    On,
+    /// No reply is sent until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
+}
+
+impl ReplyMode {
+    /// True if replies written now are dropped.
+    pub fn suppresses(self) -> bool {
+        matches!(self, ReplyMode::Off | ReplyMode::Skip)
+    }
+
+    /// The mode for the next command, once this one's reply is settled.
+    pub fn after_command(self) -> ReplyMode {
+        match self {
+            ReplyMode::Skip => ReplyMode::On,
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            other => other,
+        }
+    }
 }
 
 /// A connection's pub/sub state.
@@ -56,6 +91,10 @@ pub struct Subscriptions {
     pub channels: std::collections::BTreeSet<bytes::Bytes>,
     /// PSUBSCRIBE patterns.
     pub patterns: std::collections::BTreeSet<bytes::Bytes>,
+    /// SSUBSCRIBE shard channels.
+    pub shard_channels: std::collections::BTreeSet<bytes::Bytes>,
+    /// True once MONITOR made this connection a monitor.
+    pub monitor: bool,
     /// Where publishers send this connection's messages, once it has
     /// subscribed to something.
     pub subscriber: Option<crate::pubsub::Subscriber>,
@@ -64,19 +103,41 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
-    /// Channels plus patterns: the count Redis replies with.
+    /// Channels plus patterns: the count (P)SUBSCRIBE replies with.
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
 
-    /// Leaves every channel and pattern (RESET, disconnect).
+    /// True if subscribed to anything, shard channels included: a RESP2
+    /// connection then takes only pub/sub commands.
+    pub fn any(&self) -> bool {
+        self.count() + self.shard_channels.len() > 0
+    }
+
+    /// The set of subscriptions of `kind`.
+    pub fn of_kind(
+        &mut self,
+        kind: crate::pubsub::Kind,
+    ) -> &mut std::collections::BTreeSet<bytes::Bytes> {
+        use crate::pubsub::Kind;
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard_channels,
+        }
+    }
+
+    /// Leaves every channel, pattern and shard channel, and stops
+    /// monitoring (RESET, disconnect).
     pub fn leave_all(&mut self, pubsub: &crate::pubsub::PubSub, client: u64) {
         use crate::pubsub::Kind;
-        for channel in std::mem::take(&mut self.channels) {
-            pubsub.unsubscribe(Kind::Channel, &channel, client);
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for name in std::mem::take(self.of_kind(kind)) {
+                pubsub.unsubscribe(kind, &name, client);
+            }
         }
-        for pattern in std::mem::take(&mut self.patterns) {
-            pubsub.unsubscribe(Kind::Pattern, &pattern, client);
+        if std::mem::take(&mut self.monitor) {
+            pubsub.remove_monitor(client);
         }
     }
 }
@@ -115,8 +176,33 @@ impl Client {
             tx: Transaction::default(),
             ready: Vec::new(),
             subscriptions: Subscriptions::default(),
+            reply_mode: ReplyMode::On,
         }
     }
+
+    /// Shows the connection's subscription counts and monitor mode in
+    /// CLIENT LIST.
+    pub fn note_subscriptions(&self) {
+        let subs = &self.subscriptions;
+        let counts = [
+            subs.channels.len(),
+            subs.patterns.len(),
+            subs.shard_channels.len(),
+        ];
+        for (shown, count) in self.handle.subscriptions.iter().zip(counts) {
+            shown.store(count, Ordering::Relaxed);
+        }
+        self.handle.monitor.store(subs.monitor, Ordering::Relaxed);
+    }
+}
+
+/// Why CLIENT UNBLOCK ended a client's blocking command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unblock {
+    /// Reply as if the command timed out.
+    Timeout,
+    /// Reply with Redis's `-UNBLOCKED` error.
+    Error,
 }
 
 /// What other connections may see and do to a client.
@@ -135,7 +221,22 @@ pub struct ClientHandle {
     last_interaction_ms: AtomicU64,
     protocol: AtomicU8,
     no_evict: AtomicBool,
+    no_touch: AtomicBool,
     blocked: AtomicBool,
+    /// CLIENT UNBLOCK's request: 0 none, else 1 + [`Unblock`] as u8.
+    unblock: AtomicU8,
+    unblock_signal: Notify,
+    /// SUBSCRIBE, PSUBSCRIBE and SSUBSCRIBE counts, for CLIENT LIST.
+    subscriptions: [AtomicUsize; 3],
+    /// The connection's socket, for publishers to look at what it sent
+    /// and was not read yet (see [`ClientHandle::is_leaving`]); -1 when
+    /// not known. Subscriptions end before the socket closes, so a
+    /// publisher never looks at a socket that is gone.
+    socket_fd: AtomicI32,
+    /// What a subscribed connection read and has not run yet, for the same
+    /// publishers: its requests leave the socket before they run.
+    unexecuted: Mutex<bytes::Bytes>,
+    monitor: AtomicBool,
     /// Bytes waiting in the query buffer.
     pub query_buffer: AtomicUsize,
     /// Bytes waiting in the output buffer.
@@ -174,10 +275,133 @@ impl ClientHandle {
         self.no_evict.store(on, Ordering::Relaxed);
     }
 
+    /// CLIENT NO-TOUCH.
+    pub fn set_no_touch(&self, on: bool) {
+        self.no_touch.store(on, Ordering::Relaxed);
+    }
+
+    /// True while CLIENT NO-TOUCH is on.
+    pub fn no_touch(&self) -> bool {
+        self.no_touch.load(Ordering::Relaxed)
+    }
+
     /// Records whether the client waits in a blocking command, for CLIENT
-    /// LIST's `b` flag.
+    /// LIST's `b` flag; a new wait forgets an earlier CLIENT UNBLOCK.
     pub fn set_blocked(&self, on: bool) {
         self.blocked.store(on, Ordering::Relaxed);
+        self.unblock.store(0, Ordering::Relaxed);
+    }
+
+    /// Records the connection's socket (see [`ClientHandle::is_leaving`]).
+    pub fn set_socket_fd(&self, fd: std::os::fd::RawFd) {
+        self.socket_fd.store(fd, Ordering::Relaxed);
+    }
+
+    /// Forgets what [`ClientHandle::expose_unread`] showed, once it ran.
+    pub fn clear_unexecuted(&self) {
+        *self.unexecuted.lock() = bytes::Bytes::new();
+    }
+
+    /// Before a subscribed connection reads its socket: shows publishers
+    /// what it has not run yet, `read_buf` and what the socket holds, so
+    /// that its requests are visible to [`ClientHandle::is_leaving`] at
+    /// every moment until they run.
+    pub fn expose_unread(&self, read_buf: &[u8]) {
+        let mut ahead = [0u8; PEEK_BYTES];
+        let ahead = self.peek(&mut ahead);
+        let mut unexecuted = Vec::with_capacity(read_buf.len() + ahead.len());
+        unexecuted.extend_from_slice(read_buf);
+        unexecuted.extend_from_slice(ahead);
+        *self.unexecuted.lock() = unexecuted.into();
+    }
+
+    /// What the socket holds unread, up to `buf`'s length, left in place.
+    fn peek<'b>(&self, buf: &'b mut [u8]) -> &'b [u8] {
+        let fd = self.socket_fd.load(Ordering::Relaxed);
+        if fd < 0 {
+            return &[];
+        }
+        // SAFETY: `fd` is this connection's socket, open for as long as the
+        // connection can be found among a channel's subscribers; the buffer
+        // is valid for its length.
+        let peeked = unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        match usize::try_from(peeked) {
+            Ok(len) => &buf[..len],
+            Err(_) => &[],
+        }
+    }
+
+    /// True if requests the client sent and keel has not run yet leave
+    /// the subscription `name` of `kind`: (P|S)UNSUBSCRIBE naming it or
+    /// naming nothing, RESET or QUIT. Redis runs requests in the order they
+    /// arrive, so a message published after such a request arrived does
+    /// not reach the client; keel's connections run in parallel, so a
+    /// publisher looks at the subscriber's unread bytes (a peek, which
+    /// leaves them for the connection) to keep that order. One syscall
+    /// per subscriber a message reaches.
+    pub fn is_leaving(&self, kind: crate::pubsub::Kind, name: &[u8]) -> bool {
+        use crate::pubsub::Kind;
+        // The socket first: bytes leave it for `unexecuted` (see
+        // `expose_unread`), never the other way.
+        let mut unread = [0u8; PEEK_BYTES];
+        let peeked = self.peek(&mut unread);
+        let mut buf = bytes::BytesMut::from(&self.unexecuted.lock()[..]);
+        buf.extend_from_slice(peeked);
+        let mut decoder = keel_resp::RequestDecoder::default();
+        let limits = keel_resp::Limits {
+            max_bulk_len: buf.len(),
+            authenticated: true,
+        };
+        let leaves = |args: &[bytes::Bytes]| {
+            let command = &args[0];
+            let named = |c: &str| command.eq_ignore_ascii_case(c.as_bytes());
+            let leaving_kind = match kind {
+                Kind::Channel => named("unsubscribe"),
+                Kind::Pattern => named("punsubscribe"),
+                Kind::Shard => named("sunsubscribe"),
+            };
+            named("reset")
+                || named("quit")
+                || (leaving_kind && (args.len() == 1 || args[1..].iter().any(|a| a == name)))
+        };
+        while let Ok(Some(args)) = decoder.next(&mut buf, &limits) {
+            if !args.is_empty() && leaves(&args) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// CLIENT UNBLOCK: ends the client's blocking command, if it is in one.
+    pub fn request_unblock(&self, how: Unblock) -> bool {
+        if !self.blocked.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.unblock.store(1 + how as u8, Ordering::Relaxed);
+        self.unblock_signal.notify_waiters();
+        true
+    }
+
+    /// Resolves when CLIENT UNBLOCK ends the client's blocking command,
+    /// with how it asked the command to end.
+    pub async fn unblocked(&self) -> Unblock {
+        loop {
+            let signal = self.unblock_signal.notified();
+            tokio::pin!(signal);
+            signal.as_mut().enable();
+            match self.unblock.load(Ordering::Relaxed) {
+                0 => signal.await,
+                1 => return Unblock::Timeout,
+                _ => return Unblock::Error,
+            }
+        }
     }
 
     /// Asks the connection to close; it notices at its next wait, or in
@@ -221,12 +445,25 @@ impl ClientHandle {
             id => commands.specs()[id - 1].name,
         };
         // In Redis's order; N when there is none.
+        let [sub, psub, ssub] = self
+            .subscriptions
+            .each_ref()
+            .map(|n| n.load(Ordering::Relaxed));
         let mut flags = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            flags.push('O');
+        }
+        if sub + psub + ssub > 0 {
+            flags.push('P');
+        }
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
+        }
+        if self.no_touch() {
+            flags.push('T');
         }
         if flags.is_empty() {
             flags.push('N');
@@ -234,7 +471,7 @@ impl ClientHandle {
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
         let obuf = self.output_buffer.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 \
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
              multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs={qbuf} rbp=0 obl={obuf} oll=0 \
              omem={obuf} tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={}",
             self.id,
@@ -278,7 +515,14 @@ impl Clients {
             last_interaction_ms: AtomicU64::new(now_ms),
             protocol: AtomicU8::new(2),
             no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            unblock: AtomicU8::new(0),
+            unblock_signal: Notify::new(),
+            subscriptions: Default::default(),
+            socket_fd: AtomicI32::new(-1),
+            unexecuted: Mutex::new(bytes::Bytes::new()),
+            monitor: AtomicBool::new(false),
             query_buffer: AtomicUsize::new(0),
             output_buffer: AtomicUsize::new(0),
             killed: AtomicBool::new(false),

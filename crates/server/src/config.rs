@@ -82,6 +82,9 @@ pub struct Config {
     pub latency_tracking: bool,
     /// Percentiles INFO latencystats shows.
     pub latency_tracking_info_percentiles: Vec<f64>,
+    /// Events at least this many milliseconds long go to the latency
+    /// monitor (LATENCY LATEST, ...); 0 disables it.
+    pub latency_monitor_threshold: u64,
     /// Port of the Prometheus metrics listener; 0 means none.
     pub metrics_port: u16,
     /// Who may run DEBUG (`enable-debug-command`).
@@ -304,6 +307,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
+            latency_monitor_threshold: 0,
             metrics_port: 0,
             enable_debug_command: DebugCommand::No,
             maxclients: DEFAULT_MAXCLIENTS,
@@ -678,6 +682,15 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.slowlog_max_len.to_string(),
         set: |c, v| {
             c.slowlog_max_len = int_in(one(v)?, 0, i64::MAX)? as u64;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "latency-monitor-threshold",
+        mutable: true,
+        get: |c| c.latency_monitor_threshold.to_string(),
+        set: |c, v| {
+            c.latency_monitor_threshold = int_in(one(v)?, 0, i64::MAX)? as u64;
             Ok(())
         },
     },

@@ -56,7 +56,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::blocking::Blocked;
-use crate::client::{AfterReply, Client};
+use crate::client::{AfterReply, Client, Unblock};
 use crate::client_budget::CONNECTION_OVERHEAD_BYTES;
 use crate::server::{unix_ms, Server};
 use crate::stats::{Stats, Work};
@@ -429,14 +429,19 @@ enum Batch {
 impl<'a> Connection<'a> {
     async fn run(&mut self) -> std::io::Result<Ended> {
         let handle = self.client.handle.clone();
+        handle.set_socket_fd(std::os::fd::AsRawFd::as_raw_fd(&*self.socket));
         // One wait for the whole connection: CLIENT KILL and shutdown both
         // end it through this signal.
         let killed = handle.killed();
         tokio::pin!(killed);
         self.recharge();
         let mut has_read = false;
+        let mut exposed_input = false;
         loop {
             let batch = self.execute_buffered(killed.as_mut()).await?;
+            if std::mem::take(&mut exposed_input) {
+                handle.clear_unexecuted();
+            }
             self.flush().await?;
             if matches!(batch, Batch::Close) || handle.is_killed() {
                 return Ok(Ended::Closed);
@@ -469,16 +474,20 @@ impl<'a> Connection<'a> {
             // budget is full. That is one read chunk per connection past
             // the budget at most, the overshoot the budget already allows.
             let first_read = matches!(self.place, Place::Acceptor);
-            // Subscribers wait for messages, not requests: Redis exempts them
-            // from the idle timeout.
-            let timeout = match self.client.subscriptions.count() {
-                0 => self.server.hot.timeout_secs.load(Ordering::Relaxed),
-                _ => 0,
+            // Subscribers and monitors wait for messages, not requests:
+            // Redis exempts them from the idle timeout.
+            let subs = &self.client.subscriptions;
+            let timeout = match subs.any() || subs.monitor {
+                false => self.server.hot.timeout_secs.load(Ordering::Relaxed),
+                true => 0,
             };
             let (lane, stats) = (self.heavy_lane(), &self.server.stats);
             let socket = &*self.socket;
             let (progress, charged) = (&mut self.progress, &mut self.charged);
             let (lane_turn, id) = (&mut self.lane_turn, handle.id);
+            let subscribed = self.client.subscriptions.any();
+            let exposed_input = &mut exposed_input;
+            let handle = &*handle;
             // Read space is asked of the client budget only once there is
             // data to read, so an idle connection holds none while it waits
             // (see `KEEP_CAPACITY_UNDER_PRESSURE`). A heavy connection
@@ -521,6 +530,12 @@ impl<'a> Connection<'a> {
                     }
                     if let Some(lane) = lane {
                         *lane_turn = Some(lane.take_turn(stats).await);
+                    }
+                    // A subscriber's requests stay visible to publishers
+                    // until they run (see `ClientHandle::is_leaving`).
+                    if subscribed {
+                        handle.expose_unread(&progress.read_buf);
+                        *exposed_input = true;
                     }
                     match socket.try_read_buf(&mut progress.read_buf) {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => *lane_turn = None,
@@ -589,26 +604,41 @@ impl<'a> Connection<'a> {
     }
 
     /// Writes a published message, and any others already waiting, as
-    /// pushes (`message` / `pmessage`), then sends them. (A subscriber that
-    /// falls too far behind is disconnected by its publishers, see
-    /// `crate::pubsub`.)
+    /// pushes (`message` / `pmessage` / `smessage`) or, for a monitor, as
+    /// status lines, then sends them. (A subscriber that falls too far
+    /// behind is disconnected by its publishers, see `crate::pubsub`.)
+    /// Under CLIENT REPLY OFF monitor lines are dropped and pushes are
+    /// not, as in Redis.
     async fn deliver(&mut self, first: crate::pubsub::Message) -> std::io::Result<()> {
+        use crate::pubsub::Delivery;
         let mut next = Some(first);
         while let Some(message) = next {
             let mut w = Writer::new(&mut self.write_buf, self.client.protocol);
-            match &message.pattern {
-                Some(pattern) => {
-                    w.push(4);
-                    w.bulk(b"pmessage");
-                    w.bulk(pattern);
-                }
-                None => {
-                    w.push(3);
-                    w.bulk(b"message");
+            let suppressed = self.client.reply_mode.suppresses();
+            match &message.delivery {
+                Delivery::Monitor if suppressed => {}
+                // A line is ASCII (see `crate::monitor`): borrowed as is.
+                Delivery::Monitor => w.simple(&String::from_utf8_lossy(&message.payload)),
+                delivery => {
+                    match delivery {
+                        Delivery::Pattern(pattern) => {
+                            w.push(4);
+                            w.bulk(b"pmessage");
+                            w.bulk(pattern);
+                        }
+                        Delivery::Shard => {
+                            w.push(3);
+                            w.bulk(b"smessage");
+                        }
+                        _ => {
+                            w.push(3);
+                            w.bulk(b"message");
+                        }
+                    }
+                    w.bulk(&message.channel);
+                    w.bulk(&message.payload);
                 }
             }
-            w.bulk(&message.channel);
-            w.bulk(&message.payload);
             next = match self.write_buf.len() < FLUSH_THRESHOLD {
                 true => self
                     .client
@@ -706,10 +736,21 @@ impl<'a> Connection<'a> {
                     return Ok(Batch::Close);
                 }
             };
-            if matches!(self.place, Place::Acceptor) && !cmd::is_quick(&self.server.commands, &args)
-            {
+            let held = cmd::held_by_pause(self.server, self.client, &args, unix_ms());
+            let at_acceptor = matches!(self.place, Place::Acceptor);
+            if at_acceptor && (held.is_some() || !cmd::is_quick(&self.server.commands, &args)) {
                 self.progress.unexecuted = Some(args);
                 return Ok(Batch::Done);
+            }
+            if let Some(writes) = held {
+                // Replies before the held command go out now; a client that
+                // leaves meanwhile is let go at once.
+                self.flush().await?;
+                tokio::select! {
+                    _ = self.server.pause.wait(writes, unix_ms) => {}
+                    _ = &mut killed => return Ok(Batch::Close),
+                    _ = peer_closed(self.socket) => return Ok(Batch::Close),
+                }
             }
             if let Some(lane) = self.heavy_lane().filter(|_| self.lane_turn.is_none()) {
                 self.lane_turn = Some(lane.take_turn(&self.server.stats).await);
@@ -807,6 +848,10 @@ impl<'a> Connection<'a> {
             }
         };
         tokio::pin!(timeout);
+        let handle = self.client.handle.clone();
+        let unblocked = handle.unblocked();
+        tokio::pin!(unblocked);
+        let mut unblocked_with_error = false;
         // `None`: timed out; `Some(None)`: leaving; `Some(Some(_))`: served.
         let ended = loop {
             let read_buf = &mut self.progress.read_buf;
@@ -816,6 +861,10 @@ impl<'a> Connection<'a> {
                 outcome = blocked.served() => break Some(Some(outcome)),
                 _ = &mut killed => break Some(None),
                 _ = &mut timeout => break None,
+                how = &mut unblocked => {
+                    unblocked_with_error = how == Unblock::Error;
+                    break None;
+                }
                 read = self.socket.read_buf(read_buf), if has_room => {
                     if !matches!(read, Ok(n) if n > 0) {
                         break Some(None);
@@ -834,10 +883,11 @@ impl<'a> Connection<'a> {
         };
         let served = outcome.is_some();
         let serving = std::time::Instant::now();
-        blocked.write_reply(
-            &mut Writer::new(&mut self.write_buf, self.client.protocol),
-            outcome,
-        );
+        let mut w = Writer::new(&mut self.write_buf, self.client.protocol);
+        match unblocked_with_error && !served {
+            true => w.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+            false => blocked.write_reply(&mut w, outcome),
+        }
         if let Some(execution) = blocked.execution.take().filter(|_| served) {
             execution.record(self.server, &self.client.handle, serving.elapsed());
         }

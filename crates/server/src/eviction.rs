@@ -257,6 +257,10 @@ pub async fn evict_ahead(server: Arc<Server>) {
 /// CPU share — except while over the hard limit, when memory comes first.
 async fn evict_to_low_watermark(server: &Server) {
     loop {
+        // A paused server evicts nothing (see `crate::pause`).
+        if server.pause.in_force(unix_ms()).is_some() {
+            return;
+        }
         let Some(marks) = server.watermarks() else {
             return;
         };

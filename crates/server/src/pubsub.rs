@@ -1,4 +1,5 @@
-//! Publish/subscribe and keyspace notifications.
+//! Publish/subscribe (channels, patterns and shard channels), keyspace
+//! notifications, and the MONITOR feed.
 //!
 //! A subscribing connection gets an inbox (an unbounded channel) that its
 //! connection loop waits on beside its socket. PUBLISH looks up the
@@ -15,6 +16,17 @@
 //! buffer. A message that would pass either limit, or the budget, is not
 //! queued: the subscriber is killed instead, as Redis disconnects it, and
 //! its connection closes at once, even from inside a stuck write.
+//!
+//! Redis runs requests in the order they arrive, so a PUBLISH sent just
+//! after a subscriber's UNSUBSCRIBE does not reach it. keel's connections
+//! run in parallel, so for channels and patterns of a few subscribers a
+//! publisher looks at what each subscriber sent and has not run yet (see
+//! `ClientHandle::is_leaving`) and skips one that is leaving.
+//!
+//! A MONITOR client gets the same kind of inbox, fed by dispatch with a
+//! line per command, under the `normal` class's output limits (Redis
+//! counts a monitor as a normal client) and the same client budget: a
+//! monitor that reads slowly is disconnected instead of growing memory.
 //!
 //! Keyspace notifications (`notify-keyspace-events`) are messages keel
 //! publishes itself on `__keyspace@<db>__:<key>` and
@@ -33,11 +45,24 @@ use crate::client::ClientHandle;
 use crate::client_budget::ClientBudget;
 use crate::config::OutputLimit;
 
+/// What a message is, which decides the push it is written as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// `message`: published on a channel the client subscribes to.
+    Channel,
+    /// `pmessage`: published on a channel matching this pattern.
+    Pattern(Bytes),
+    /// `smessage`: published on a shard channel (SPUBLISH).
+    Shard,
+    /// A MONITOR line: the payload is the line, the channel is empty.
+    Monitor,
+}
+
 /// A message on its way to a subscriber.
 #[derive(Debug, Clone)]
 pub struct Message {
-    /// The pattern that matched, for pattern subscriptions.
-    pub pattern: Option<Bytes>,
+    /// What kind of message it is.
+    pub delivery: Delivery,
     /// The channel it was published on.
     pub channel: Bytes,
     /// What was published.
@@ -46,7 +71,11 @@ pub struct Message {
 
 impl Message {
     fn bytes(&self) -> usize {
-        self.pattern.as_ref().map_or(0, |p| p.len()) + self.channel.len() + self.payload.len()
+        let pattern = match &self.delivery {
+            Delivery::Pattern(pattern) => pattern.len(),
+            _ => 0,
+        };
+        pattern + self.channel.len() + self.payload.len()
     }
 }
 
@@ -79,6 +108,9 @@ pub struct Subscriber {
     inbox: mpsc::UnboundedSender<Message>,
     backlog: Arc<Backlog>,
     client: Arc<ClientHandle>,
+    /// The output limits its backlog is held to: the `pubsub` class, or
+    /// the `normal` class for a monitor.
+    limits: Arc<SubscriberLimits>,
 }
 
 /// A connection's inbox: what its loop waits on.
@@ -124,7 +156,8 @@ impl Drop for Inbox {
     }
 }
 
-/// `client-output-buffer-limit pubsub`, read by publishers.
+/// `client-output-buffer-limit pubsub` (or `normal`, for monitors), read
+/// by publishers.
 pub struct SubscriberLimits {
     hard: AtomicU64,
     soft: AtomicU64,
@@ -142,16 +175,31 @@ impl Default for SubscriberLimits {
     }
 }
 
+impl SubscriberLimits {
+    fn set(&self, limit: OutputLimit) {
+        self.hard.store(limit.hard, Ordering::Relaxed);
+        self.soft.store(limit.soft, Ordering::Relaxed);
+        self.soft_seconds
+            .store(limit.soft_seconds, Ordering::Relaxed);
+    }
+}
+
 type Subscribers = HashMap<Bytes, HashMap<u64, Subscriber>>;
 
-/// Every channel and pattern subscription of the server.
+/// Every channel, pattern and shard channel subscription of the server,
+/// and its monitors.
 #[derive(Default)]
 pub struct PubSub {
     channels: RwLock<Subscribers>,
     patterns: RwLock<Subscribers>,
+    shard_channels: RwLock<Subscribers>,
+    monitors: RwLock<HashMap<u64, Subscriber>>,
+    /// Monitors connected: lets dispatch skip formatting a line nobody reads.
+    monitor_count: AtomicUsize,
     /// `notify-keyspace-events` as flags (see [`KeyspaceEvents`]).
     pub notify: AtomicU64,
     limits: Arc<SubscriberLimits>,
+    monitor_limits: Arc<SubscriberLimits>,
     budget: Arc<ClientBudget>,
 }
 
@@ -162,6 +210,8 @@ pub enum Kind {
     Channel,
     /// PSUBSCRIBE: a glob pattern.
     Pattern,
+    /// SSUBSCRIBE: a shard channel, a namespace of its own.
+    Shard,
 }
 
 impl PubSub {
@@ -175,10 +225,12 @@ impl PubSub {
 
     /// Sets `client-output-buffer-limit pubsub`.
     pub fn set_limits(&self, limit: OutputLimit) {
-        self.limits.hard.store(limit.hard, Ordering::Relaxed);
-        self.limits.soft.store(limit.soft, Ordering::Relaxed);
-        let seconds = &self.limits.soft_seconds;
-        seconds.store(limit.soft_seconds, Ordering::Relaxed);
+        self.limits.set(limit);
+    }
+
+    /// Sets `client-output-buffer-limit normal`, which monitors are held to.
+    pub fn set_monitor_limits(&self, limit: OutputLimit) {
+        self.monitor_limits.set(limit);
     }
 
     /// A new inbox for `client`, and the handle publishers send to.
@@ -194,6 +246,7 @@ impl PubSub {
             inbox: sender,
             backlog: backlog.clone(),
             client,
+            limits: self.limits.clone(),
         };
         let inbox = Inbox {
             receiver,
@@ -207,6 +260,7 @@ impl PubSub {
         match kind {
             Kind::Channel => &self.channels,
             Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shard_channels,
         }
     }
 
@@ -238,29 +292,44 @@ impl PubSub {
         let mut receivers = 0;
         if let Some(subscribers) = self.channels.read().get(&channel) {
             let message = Message {
-                pattern: None,
+                delivery: Delivery::Channel,
                 channel: channel.clone(),
                 payload: payload.clone(),
             };
-            receivers += self.deliver(subscribers, &message);
+            receivers += self.deliver(subscribers.values(), &message);
         }
         for (pattern, subscribers) in self.patterns.read().iter() {
             if keel_store::glob_match(pattern, &channel, false) {
                 let message = Message {
-                    pattern: Some(pattern.clone()),
+                    delivery: Delivery::Pattern(pattern.clone()),
                     channel: channel.clone(),
                     payload: payload.clone(),
                 };
-                receivers += self.deliver(subscribers, &message);
+                receivers += self.deliver(subscribers.values(), &message);
             }
         }
         receivers
     }
 
-    /// Channels with at least one subscriber, matching `pattern` if given
-    /// (PUBSUB CHANNELS).
-    pub fn active_channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
-        self.channels
+    /// Delivers `payload` to the shard channel's subscribers (SPUBLISH);
+    /// returns how many received it. Patterns never match shard channels.
+    pub fn publish_shard(&self, channel: &[u8], payload: &[u8]) -> usize {
+        let shard_channels = self.shard_channels.read();
+        let Some(subscribers) = shard_channels.get(channel) else {
+            return 0;
+        };
+        let message = Message {
+            delivery: Delivery::Shard,
+            channel: Bytes::copy_from_slice(channel),
+            payload: Bytes::copy_from_slice(payload),
+        };
+        self.deliver(subscribers.values(), &message)
+    }
+
+    /// Channels (or shard channels) with at least one subscriber, matching
+    /// `pattern` if given (PUBSUB CHANNELS, SHARDCHANNELS).
+    pub fn active_channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.list(kind)
             .read()
             .keys()
             .filter(|c| pattern.is_none_or(|p| keel_store::glob_match(p, c, false)))
@@ -268,9 +337,43 @@ impl PubSub {
             .collect()
     }
 
-    /// Subscribers of `channel` (PUBSUB NUMSUB).
-    pub fn subscriber_count(&self, channel: &[u8]) -> usize {
-        self.channels.read().get(channel).map_or(0, HashMap::len)
+    /// Subscribers of `channel` (PUBSUB NUMSUB, SHARDNUMSUB).
+    pub fn subscriber_count(&self, kind: Kind, channel: &[u8]) -> usize {
+        self.list(kind).read().get(channel).map_or(0, HashMap::len)
+    }
+
+    /// Makes `subscriber` (client `id`) a monitor, held to the `normal`
+    /// class's output limits.
+    pub fn add_monitor(&self, id: u64, subscriber: &Subscriber) {
+        let monitor = Subscriber {
+            limits: self.monitor_limits.clone(),
+            ..subscriber.clone()
+        };
+        if self.monitors.write().insert(id, monitor).is_none() {
+            self.monitor_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Ends client `id`'s monitoring, if it monitors.
+    pub fn remove_monitor(&self, id: u64) {
+        if self.monitors.write().remove(&id).is_some() {
+            self.monitor_count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// True if any client monitors.
+    pub fn has_monitors(&self) -> bool {
+        self.monitor_count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Sends `line` to every monitor.
+    pub fn feed_monitors(&self, line: Bytes) {
+        let message = Message {
+            delivery: Delivery::Monitor,
+            channel: Bytes::new(),
+            payload: line,
+        };
+        self.deliver(self.monitors.read().values(), &message);
     }
 
     /// Patterns with at least one subscriber (PUBSUB NUMPAT).
@@ -298,11 +401,18 @@ impl PubSub {
 
 impl PubSub {
     /// Queues `message` for each subscriber that can take it within its
-    /// limits; returns how many did.
-    fn deliver(&self, subscribers: &HashMap<u64, Subscriber>, message: &Message) -> usize {
+    /// limits; returns how many did. Up to [`ARRIVAL_ORDER_MAX_SUBSCRIBERS`]
+    /// subscribers, one that already sent a request leaving this
+    /// subscription is skipped (see [`leaving`]).
+    fn deliver<'a>(
+        &self,
+        subscribers: impl ExactSizeIterator<Item = &'a Subscriber>,
+        message: &Message,
+    ) -> usize {
         let now_ms = crate::server::unix_ms();
+        let in_arrival_order = subscribers.len() <= ARRIVAL_ORDER_MAX_SUBSCRIBERS;
         subscribers
-            .values()
+            .filter(|subscriber| !(in_arrival_order && leaving(subscriber, message)))
             .filter(|subscriber| self.queue(subscriber, message, now_ms))
             .count()
     }
@@ -317,7 +427,7 @@ impl PubSub {
         }
         let bytes = message.bytes();
         let after = (backlog.bytes.load(Ordering::Relaxed) + bytes) as u64;
-        let limits = &self.limits;
+        let limits = &subscriber.limits;
         let hard = limits.hard.load(Ordering::Relaxed);
         let soft = limits.soft.load(Ordering::Relaxed);
         let over_soft_for_too_long = soft > 0 && after > soft && {
@@ -345,6 +455,26 @@ impl PubSub {
             return false;
         }
         true
+    }
+}
+
+/// Subscribers of one channel or pattern up to which a publisher looks at
+/// each one's unsent requests (see [`leaving`]). That costs a syscall per
+/// subscriber, which tripled the cost of a message to 50 subscribers; past
+/// this many, a message racing an UNSUBSCRIBE may still reach it, the
+/// trade-off being a few microseconds of ordering for fan-out speed.
+const ARRIVAL_ORDER_MAX_SUBSCRIBERS: usize = 8;
+
+/// True if `subscriber` sent, before this message was published, a request
+/// that ends the subscription it would receive it by (see
+/// `ClientHandle::is_leaving`): as in Redis, it then does not receive it.
+fn leaving(subscriber: &Subscriber, message: &Message) -> bool {
+    let client = &subscriber.client;
+    match &message.delivery {
+        Delivery::Channel => client.is_leaving(Kind::Channel, &message.channel),
+        Delivery::Pattern(pattern) => client.is_leaving(Kind::Pattern, pattern),
+        Delivery::Shard => client.is_leaving(Kind::Shard, &message.channel),
+        Delivery::Monitor => false,
     }
 }
 
@@ -488,12 +618,59 @@ mod tests {
         assert_eq!(inbox_a.next().await.unwrap().payload, "hello");
         let m = inbox_b.next().await.unwrap();
         assert_eq!(
-            (m.pattern.unwrap(), m.channel),
-            (Bytes::from("n*"), Bytes::from("news"))
+            (m.delivery, m.channel),
+            (Delivery::Pattern(Bytes::from("n*")), Bytes::from("news"))
         );
         pubsub.unsubscribe(Kind::Channel, b"news", 1);
-        assert_eq!(pubsub.subscriber_count(b"news"), 0);
-        assert!(pubsub.active_channels(None).is_empty());
+        assert_eq!(pubsub.subscriber_count(Kind::Channel, b"news"), 0);
+        assert!(pubsub.active_channels(Kind::Channel, None).is_empty());
+    }
+
+    #[tokio::test]
+    async fn shard_channels_are_a_namespace_of_their_own() {
+        let pubsub = PubSub::default();
+        let (a, mut inbox_a) = pubsub.inbox(client(1));
+        pubsub.subscribe(Kind::Shard, &Bytes::from("news"), 1, &a);
+        pubsub.subscribe(Kind::Pattern, &Bytes::from("*"), 1, &a);
+        assert_eq!(
+            pubsub.publish_shard(b"news", b"hi"),
+            1,
+            "patterns ignore it"
+        );
+        let m = inbox_a.next().await.unwrap();
+        assert_eq!(
+            (m.delivery, m.payload),
+            (Delivery::Shard, Bytes::from("hi"))
+        );
+        assert_eq!(pubsub.subscriber_count(Kind::Channel, b"news"), 0);
+        assert_eq!(
+            pubsub.active_channels(Kind::Shard, None),
+            [Bytes::from("news")]
+        );
+        assert_eq!(pubsub.publish(b"news", b"x"), 1, "only the pattern");
+    }
+
+    #[test]
+    fn a_monitor_is_held_to_the_normal_limits_and_the_budget() {
+        let budget = Arc::new(ClientBudget::default());
+        budget.set_limit(0);
+        let pubsub = PubSub::new(budget);
+        pubsub.set_monitor_limits(OutputLimit {
+            hard: 3_000,
+            soft: 0,
+            soft_seconds: 0,
+        });
+        let handle = client(1);
+        let (subscriber, inbox) = pubsub.inbox(handle.clone());
+        pubsub.add_monitor(1, &subscriber);
+        assert!(pubsub.has_monitors());
+        for _ in 0..10 {
+            pubsub.feed_monitors(Bytes::from(vec![b'x'; 1_000]));
+        }
+        assert!(inbox.over_limit() && handle.is_killed());
+        assert_eq!(pubsub.budget.used(), 3_000);
+        pubsub.remove_monitor(1);
+        assert!(!pubsub.has_monitors());
     }
 
     /// A subscriber of "news" that never reads, on a pubsub whose backlog

@@ -92,6 +92,8 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// The slow log (SLOWLOG).
     pub slowlog: crate::slowlog::SlowLog,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::Pause,
     shutdown: watch::Sender<bool>,
 }
 
@@ -157,6 +159,7 @@ impl Server {
             pubsub,
             blocking: Default::default(),
             slowlog: Default::default(),
+            pause: Default::default(),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -215,6 +218,9 @@ impl Server {
             .store(config.notify_keyspace_events, Ordering::Relaxed);
         self.pubsub
             .set_limits(config.client_output_buffer_limit_pubsub);
+        self.pubsub.set_monitor_limits(limits);
+        let threshold = config.latency_monitor_threshold;
+        self.stats.latency_monitor.set_threshold_ms(threshold);
         let clients = config.maxmemory_clients.bytes(config.maxmemory);
         self.client_budget.set_limit(clients as usize);
         self.store.set_maxmemory(config.maxmemory);
@@ -686,6 +692,10 @@ async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(tick)).await;
+        // A paused server reclaims nothing (see `crate::pause`).
+        if server.pause.in_force(unix_ms()).is_some() {
+            continue;
+        }
         loop {
             let started = std::time::Instant::now();
             let (_, more) = server.store.reclaim_expired(

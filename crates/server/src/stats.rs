@@ -97,6 +97,16 @@ impl Work {
             Work::BackpressurePause => "keel-backpressure-pause",
         }
     }
+
+    /// The event the latency monitor records its spikes as: Redis's name
+    /// where Redis has the event, else its histogram's name.
+    pub fn monitor_event(self) -> &'static str {
+        match self {
+            Work::EvictionBatch => "eviction-cycle",
+            Work::ExpirePass => "expire-cycle",
+            other => other.name(),
+        }
+    }
 }
 
 /// Whose durations a latency histogram holds.
@@ -168,6 +178,8 @@ pub struct Stats {
     /// `latency-tracking`: whether commands' durations go to their
     /// histograms (background work's always do).
     latency_tracking: AtomicBool,
+    /// The latency monitor's spikes (LATENCY LATEST and friends).
+    pub latency_monitor: crate::latency_monitor::LatencyMonitor,
 }
 
 thread_local! {
@@ -192,6 +204,7 @@ impl Stats {
             threads: Mutex::new(Vec::new()),
             ops: Mutex::new(OpsSampler::default()),
             latency_tracking: AtomicBool::new(true),
+            latency_monitor: Default::default(),
         }
     }
 
@@ -290,6 +303,8 @@ impl Stats {
     pub fn record_work(&self, work: Work, elapsed: Duration) {
         let index = self.series_index(Series::Work(work));
         self.local(|l| l.histogram(index).record(elapsed));
+        let now_secs = crate::server::unix_ms() / 1000;
+        (self.latency_monitor).observe(work.monitor_event(), elapsed, now_secs);
     }
 
     /// Where `series` is in each thread's histograms.

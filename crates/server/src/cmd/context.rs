@@ -100,7 +100,12 @@ impl Spec {
 /// arguments, or a command with keys at moving positions that no rule here
 /// knows. (SORT's BY and GET patterns name keys that only its source's
 /// contents tell; they are not counted, as in Redis.)
+/// Shard channels (SSUBSCRIBE, SPUBLISH, ...) have key positions, as COMMAND
+/// INFO shows, but are not keys: Redis marks their key specs `not_key`.
 pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    if spec.group == "pubsub" {
+        return Some(Vec::new());
+    }
     let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
     if let Some(options_at) = geo_store_options_at(spec.name) {
         keys.extend(store_keys(args, options_at));
@@ -311,6 +316,9 @@ pub struct Ctx<'a> {
     pub(super) room_made: usize,
     /// Set by [`Ctx::reserve`] when the room it asked for needs evicting.
     pub(super) room_needed: Option<usize>,
+    /// Set by [`Ctx::pushes`]: the reply is pushes, sent under CLIENT
+    /// REPLY OFF.
+    pub(super) pushed: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -318,6 +326,12 @@ impl<'a> Ctx<'a> {
     /// shows "(redacted)" instead, as Redis does.
     pub fn redact(&mut self, index: usize) {
         self.redacted.push(index);
+    }
+
+    /// Marks the reply as pub/sub pushes (subscription confirmations),
+    /// which CLIENT REPLY OFF and SKIP do not silence, as in Redis.
+    pub fn pushes(&mut self) {
+        self.pushed = true;
     }
 
     /// A writer for the reply, in the connection's protocol. Once the
@@ -352,8 +366,19 @@ impl<'a> Ctx<'a> {
         Err(errors::OOM.into())
     }
 
-    /// The selected database at this command's instant.
+    /// The selected database at this command's instant; with CLIENT
+    /// NO-TOUCH on, accesses through it leave keys' LRU/LFU data alone.
     pub fn db(&self) -> keel_store::Db<'a> {
+        let db = self.db_touching();
+        match self.client.handle.no_touch() {
+            true => db.without_touch(),
+            false => db,
+        }
+    }
+
+    /// The selected database, recording accesses even under CLIENT
+    /// NO-TOUCH (TOUCH, whose purpose is the access).
+    pub fn db_touching(&self) -> keel_store::Db<'a> {
         self.server.store.db(self.client.db, self.now_ms)
     }
 

@@ -114,9 +114,51 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         room: Room::empty(server),
         room_made: 0,
         room_needed: None,
+        pushed: false,
     };
     dispatch(&mut ctx, args, reply_start);
+    // CLIENT REPLY OFF or SKIP: the reply is dropped, errors included, as
+    // Redis drops every reply but pushes to such a client.
+    let mode = ctx.client.reply_mode;
+    if mode.suppresses() && !ctx.pushed {
+        ctx.out.truncate(reply_start);
+    }
+    ctx.client.reply_mode = mode.after_command();
     ctx.reply_limit.granted > 0
+}
+
+/// If CLIENT PAUSE holds `args` at `now_ms` (see `crate::pause`), whether
+/// it counts as a write there: a write, a may-replicate command, or an
+/// EXEC whose queue holds one. Commands dispatch would refuse (unknown,
+/// wrong arity, NOAUTH) are never held: their error is sent at once, as in
+/// Redis.
+pub fn held_by_pause(
+    server: &Server,
+    client: &Client,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Option<bool> {
+    server.pause.in_force(now_ms)?;
+    let table = &server.commands;
+    let id = resolve(table, args).ok()?;
+    if !client.authenticated && !table.specs[id].has_flag("no_auth") {
+        return None;
+    }
+    let writes = |id: usize| {
+        let spec = table.specs[id];
+        let top = spec.name.split('|').next().unwrap_or(spec.name);
+        spec.has_flag("write") || crate::pause::MAY_REPLICATE.contains(&top)
+    };
+    let queued_write = || {
+        client
+            .tx
+            .queued
+            .iter()
+            .flatten()
+            .any(|queued| resolve(table, queued).is_ok_and(writes))
+    };
+    let writes = writes(id) || (table.specs[id].name == "exec" && queued_write());
+    server.pause.holds(writes, now_ms).then_some(writes)
 }
 
 impl Drop for Ctx<'_> {
@@ -142,7 +184,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     if !ctx.client.authenticated && !spec.has_flag("no_auth") {
         return reject(ctx, Some(id), errors::NOAUTH.into());
     }
-    let subscribed = ctx.client.subscriptions.count() > 0;
+    let subscribed = ctx.client.subscriptions.any();
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
         let top = spec.name.split('|').next().unwrap_or(spec.name);
         if !ALLOWED_WHILE_SUBSCRIBED.contains(&top) {
@@ -284,6 +326,14 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         }
         None => record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed),
     }
+    if server.pubsub.has_monitors() && !spec.has_flag("admin") {
+        let now_usec = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let addr = ctx.client.handle.addr.to_string();
+        let line = crate::monitor::line(now_usec, ctx.client.db, &addr, args, &ctx.redacted);
+        server.pubsub.feed_monitors(line);
+    }
     // A write may have made a list appear for blocked clients; they are
     // served once the top-level command is done (see `crate::blocking`).
     if spec.has_flag("write") && server.blocking.blocked() > 0 {
@@ -337,6 +387,13 @@ fn record_execution(
     elapsed: Duration,
 ) {
     server.stats.record_latency(id, elapsed);
+    let spec = server.commands.specs[id];
+    let event = match spec.has_flag("fast") {
+        true => "fast-command",
+        false => "command",
+    };
+    let now_secs = crate::server::unix_ms() / 1000;
+    (server.stats.latency_monitor).observe(event, elapsed, now_secs);
     if server.slowlog.is_slow(elapsed) && !server.commands.specs[id].has_flag("skip_slowlog") {
         server.slowlog.push(args, redacted, elapsed, client);
     }

@@ -44,5 +44,5 @@ mod zset;
 
 pub use context::transaction::unwatch_all;
 pub use context::{parse_f64, Error};
-pub use dispatch::{execute, is_quick, Execution};
+pub use dispatch::{execute, held_by_pause, is_quick, Execution};
 pub use registry::Table;

@@ -23,6 +23,9 @@ pub struct Db<'a> {
     pub(super) index: usize,
     pub(super) counts: &'a [ShardCounts],
     pub(super) now_ms: u64,
+    /// False for a client with CLIENT NO-TOUCH on: accesses through this
+    /// view leave keys' LRU/LFU data as it was.
+    pub(super) touch: bool,
 }
 
 /// Statistics of one database, for INFO keyspace.
@@ -48,6 +51,15 @@ pub struct DbMemory {
 }
 
 impl<'a> Db<'a> {
+    /// This view, with accesses that do not count as use (CLIENT
+    /// NO-TOUCH): the keys' recency and frequency are left as they were.
+    pub fn without_touch(self) -> Db<'a> {
+        Db {
+            touch: false,
+            ..self
+        }
+    }
+
     /// The instant this view answers for.
     pub fn now_ms(&self) -> u64 {
         self.now_ms
@@ -69,6 +81,7 @@ impl<'a> Db<'a> {
             store: self.store,
             db: self.index,
             now_ms: self.now_ms,
+            touch: self.touch,
         }
     }
 
@@ -338,6 +351,39 @@ mod tests {
                 "stable{i} missed"
             );
         }
+    }
+
+    #[test]
+    fn a_view_without_touch_leaves_access_data_alone() {
+        let store = Store::new(1);
+        store.access.set_policy(crate::access::Policy::AllKeysLfu);
+        let db = store.db(0, 0);
+        db.write(b"k").insert(b"k", s("v"), None);
+        let counter = |db: &Db| {
+            let shard = db.read(b"k");
+            let entry = shard.peek(b"k").expect("present");
+            entry.access().decayed_counter(&store.access, store.clock())
+        };
+        let before = counter(&db);
+        let untouched = store.db(0, 0).without_touch();
+        assert!(untouched.read(b"k").get(b"k").is_some());
+        assert!(untouched.write(b"k").get_mut(b"k").is_some());
+        assert_eq!(counter(&db), before, "reads and writes without touch");
+        assert!(db.read(b"k").get(b"k").is_some());
+        assert!(counter(&db) > before, "an ordinary read counts");
+    }
+
+    #[test]
+    fn paused_expiry_leaves_expired_keys_in_place() {
+        let store = Store::new(1);
+        store.db(0, 0).write(b"k").insert(b"k", s("v"), Some(50));
+        store.pause_expiry_until(200);
+        let paused = store.db(0, 100);
+        assert!(paused.read(b"k").get(b"k").is_none(), "logically expired");
+        assert_eq!(paused.stats().keys, 1, "but not reclaimed");
+        let resumed = store.db(0, 200);
+        assert!(resumed.read(b"k").get(b"k").is_none());
+        assert_eq!(resumed.stats().keys, 0, "reclaimed once the pause ended");
     }
 
     #[test]

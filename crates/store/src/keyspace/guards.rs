@@ -71,7 +71,9 @@ impl ReadShard<'_> {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let entry = self.live(key)?;
         let store = self.db.store;
-        entry.access().touch(&store.access, store.clock());
+        if self.db.touch {
+            entry.access().touch(&store.access, store.clock());
+        }
         Some(entry)
     }
 
@@ -85,6 +87,9 @@ impl ReadShard<'_> {
 impl Drop for ReadShard<'_> {
     fn drop(&mut self) {
         drop(self.guards.take());
+        if self.db.store.expiry_paused(self.db.now_ms) {
+            return;
+        }
         let mut expired_in = self.expired_in.get();
         while expired_in != 0 {
             let index = expired_in.trailing_zeros() as usize;
@@ -119,6 +124,8 @@ pub struct WriteShard<'a> {
     pub(super) db: usize,
     pub(super) now_ms: u64,
     pub(super) bytes_before: usize,
+    /// See `Db::touch`.
+    pub(super) touch: bool,
 }
 
 impl<'a> WriteShard<'a> {
@@ -131,7 +138,9 @@ impl<'a> WriteShard<'a> {
     pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
         let clock = self.store.clock();
         let entry = self.guard.get_mut(key, self.now_ms)?;
-        entry.entry().access().touch(&self.store.access, clock);
+        if self.touch {
+            entry.entry().access().touch(&self.store.access, clock);
+        }
         Some(entry)
     }
 

@@ -92,6 +92,9 @@ pub struct Store {
     /// write: what one insert may add to the tables, wherever it lands.
     largest_table_growth: AtomicUsize,
     maxmemory: AtomicU64,
+    /// Until when (Unix ms) readers leave the expired keys they meet in
+    /// place (CLIENT PAUSE): they read as missing but are not reclaimed.
+    expiry_paused_until_ms: AtomicU64,
     evicted_keys: AtomicU64,
     lag: Mutex<LagWindow>,
     key_events: KeyEvents,
@@ -123,6 +126,7 @@ impl Store {
             dataset_bytes: AtomicUsize::new(0),
             largest_table_growth: AtomicUsize::new(0),
             maxmemory: AtomicU64::new(0),
+            expiry_paused_until_ms: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
             key_events: KeyEvents::default(),
@@ -130,6 +134,19 @@ impl Store {
             access: AccessConfig::default(),
             encodings: crate::types::EncodingConfig::default(),
         }
+    }
+
+    /// Leaves expired keys that readers meet in place until `until_ms`
+    /// (0: from now on reclaims them again), as Redis does while clients
+    /// are paused.
+    pub fn pause_expiry_until(&self, until_ms: u64) {
+        self.expiry_paused_until_ms
+            .store(until_ms, Ordering::Relaxed);
+    }
+
+    /// True if expired keys are left in place at `now_ms`.
+    pub fn expiry_paused(&self, now_ms: u64) -> bool {
+        now_ms < self.expiry_paused_until_ms.load(Ordering::Relaxed)
     }
 
     /// How many databases there are (the `databases` setting).
@@ -145,6 +162,7 @@ impl Store {
             index,
             counts: &self.counts[index],
             now_ms,
+            touch: true,
         }
     }
 

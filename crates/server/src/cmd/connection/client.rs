@@ -1,12 +1,17 @@
-//! CLIENT ID | SETNAME | GETNAME | LIST | INFO | KILL | NO-EVICT — inspect
-//! and manage connections.
+//! CLIENT ID | SETNAME | GETNAME | LIST | INFO | KILL | NO-EVICT |
+//! NO-TOUCH | REPLY | PAUSE | UNPAUSE | UNBLOCK — inspect and manage
+//! connections. NO-TOUCH is a Redis 7.2 subcommand, served as 7.2
+//! documents it.
 
 use bytes::Bytes;
 
-use crate::client::{AfterReply, ClientHandle};
+use crate::client::{AfterReply, ClientHandle, ReplyMode, Unblock};
+use crate::pause::Mode;
 
 use crate::cmd::context::connection::set_name;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{
+    errors, is, parse_i64, subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP,
+};
 
 /// CLIENT (container).
 pub const SPEC: Spec = Spec {
@@ -25,6 +30,11 @@ pub const SPEC: Spec = Spec {
         &INFO,
         &KILL,
         &NO_EVICT,
+        &NO_TOUCH,
+        &REPLY,
+        &PAUSE,
+        &UNPAUSE,
+        &UNBLOCK,
         &CLIENT_HELP,
     ],
     ..BASE
@@ -124,15 +134,73 @@ const NO_EVICT: Spec = Spec {
     summary: "Sets the client eviction mode of the connection.",
     since: "7.0.0",
     run: |ctx, args| {
-        let on = match &args[2] {
-            a if is(a, "on") => true,
-            a if is(a, "off") => false,
-            _ => return Err(errors::SYNTAX.into()),
-        };
-        ctx.client.handle.set_no_evict(on);
+        ctx.client.handle.set_no_evict(on_off(&args[2])?);
         ctx.w().ok();
         Ok(())
     },
+    ..SUB
+};
+
+/// Redis 7.2's CLIENT NO-TOUCH.
+const NO_TOUCH: Spec = Spec {
+    name: "client|no-touch",
+    arity: 3,
+    summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+    since: "7.2.0",
+    run: |ctx, args| {
+        ctx.client.handle.set_no_touch(on_off(&args[2])?);
+        ctx.w().ok();
+        Ok(())
+    },
+    ..SUB
+};
+
+const REPLY: Spec = Spec {
+    name: "client|reply",
+    arity: 3,
+    summary: "Instruct the server whether to reply to commands",
+    since: "3.2.0",
+    run: reply,
+    ..SUB
+};
+
+const PAUSE: Spec = Spec {
+    name: "client|pause",
+    arity: -3,
+    flags: &["admin", "noscript", "loading", "stale"],
+    acl: &["@admin", "@slow", "@dangerous", "@connection"],
+    summary: "Stop processing commands from clients for some time",
+    since: "2.9.50",
+    run: pause,
+    ..SUB
+};
+
+const UNPAUSE: Spec = Spec {
+    name: "client|unpause",
+    arity: 2,
+    flags: &["admin", "noscript", "loading", "stale"],
+    acl: &["@admin", "@slow", "@dangerous", "@connection"],
+    summary: "Resume processing of clients that were paused",
+    since: "6.2.0",
+    complexity: "O(N) Where N is the number of paused clients",
+    run: |ctx, _| {
+        ctx.server.pause.unpause();
+        ctx.server.store.pause_expiry_until(0);
+        ctx.w().ok();
+        Ok(())
+    },
+    ..SUB
+};
+
+const UNBLOCK: Spec = Spec {
+    name: "client|unblock",
+    arity: -3,
+    flags: &["admin", "noscript", "loading", "stale"],
+    acl: &["@admin", "@slow", "@dangerous", "@connection"],
+    summary: "Unblock a client blocked in a blocking command from a different connection",
+    since: "5.0.0",
+    complexity: "O(log N) where N is the number of client connections",
+    run: unblock,
     ..SUB
 };
 
@@ -141,6 +209,89 @@ const CLIENT_HELP: Spec = Spec {
     since: "5.0.0",
     ..HELP
 };
+
+/// Parses ON or OFF (NO-EVICT, NO-TOUCH).
+fn on_off(arg: &[u8]) -> Result<bool, Error> {
+    match arg {
+        a if is(a, "on") => Ok(true),
+        a if is(a, "off") => Ok(false),
+        _ => Err(errors::SYNTAX.into()),
+    }
+}
+
+/// CLIENT REPLY ON | OFF | SKIP. Only ON replies; SKIP while replies are
+/// off changes nothing, as in Redis (see `dispatch::execute`).
+fn reply(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let mode = &mut ctx.client.reply_mode;
+    match &args[2] {
+        a if is(a, "on") => {
+            *mode = ReplyMode::On;
+            ctx.w().ok();
+        }
+        a if is(a, "off") => *mode = ReplyMode::Off,
+        a if is(a, "skip") => {
+            if *mode != ReplyMode::Off {
+                *mode = ReplyMode::SkipNext;
+            }
+        }
+        _ => return Err(errors::SYNTAX.into()),
+    }
+    Ok(())
+}
+
+/// CLIENT PAUSE timeout [WRITE | ALL]. The timeout is milliseconds from
+/// now, added as Redis adds it: one so large that the sum wraps below now
+/// pauses nothing.
+fn pause(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let mode = match args.get(3) {
+        None => Mode::All,
+        Some(m) if args.len() == 4 && is(m, "write") => Mode::Write,
+        Some(m) if args.len() == 4 && is(m, "all") => Mode::All,
+        Some(_) if args.len() == 4 => {
+            return Err("ERR CLIENT PAUSE mode must be WRITE or ALL".into())
+        }
+        Some(_) => return Err(subcommand_syntax_error(args)),
+    };
+    let timeout = parse_i64(&args[2])
+        .map_err(|_| Error::from("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err("ERR timeout is negative".into());
+    }
+    let now_ms = ctx.now_ms;
+    let end_ms = match timeout {
+        0 => 0,
+        t => t.wrapping_add(now_ms as i64).max(0) as u64,
+    };
+    let pause = &ctx.server.pause;
+    pause.pause(mode, end_ms, now_ms);
+    let until = pause.in_force(now_ms).map_or(0, |(_, end)| end);
+    ctx.server.store.pause_expiry_until(until);
+    ctx.w().ok();
+    Ok(())
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT | ERROR]: 1 if the client was blocked in a
+/// blocking command (BLPOP and friends) and is now unblocked.
+fn unblock(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let how = match args.get(3) {
+        None => Unblock::Timeout,
+        Some(r) if args.len() == 4 && is(r, "timeout") => Unblock::Timeout,
+        Some(r) if args.len() == 4 && is(r, "error") => Unblock::Error,
+        Some(_) if args.len() == 4 => {
+            return Err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into())
+        }
+        Some(_) => return Err(subcommand_syntax_error(args)),
+    };
+    let id = parse_i64(&args[2])?;
+    let unblocked = ctx
+        .server
+        .clients
+        .list()
+        .iter()
+        .any(|c| c.id as i64 == id && c.request_unblock(how));
+    ctx.w().integer(unblocked as i64);
+    Ok(())
+}
 
 fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut ids: Option<Vec<u64>> = None;

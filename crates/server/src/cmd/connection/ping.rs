@@ -23,7 +23,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let message = args.get(1);
     // A RESP2 connection in subscribed mode can only receive arrays, so
     // Redis answers ["pong", message].
-    if ctx.client.subscriptions.count() > 0 && ctx.client.protocol == keel_resp::Protocol::Resp2 {
+    if ctx.client.subscriptions.any() && ctx.client.protocol == keel_resp::Protocol::Resp2 {
         let mut w = ctx.w();
         w.array(2);
         w.bulk(b"pong");

@@ -36,6 +36,9 @@ fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     client.handle.set_protocol(Protocol::Resp2);
     client.handle.set_name(String::new());
     client.handle.set_no_evict(false);
+    client.handle.set_no_touch(false);
+    client.reply_mode = crate::client::ReplyMode::On;
+    client.note_subscriptions();
     client.authenticated = ctx.server.config.read().requirepass.is_empty();
     ctx.w().simple("RESET");
     Ok(())

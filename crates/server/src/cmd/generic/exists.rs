@@ -34,7 +34,10 @@ pub const TOUCH: Spec = Spec {
 };
 
 fn count_existing(ctx: &mut Ctx, args: &[Bytes], record_access: bool) -> Result<(), Error> {
-    let db = ctx.db();
+    let db = match record_access {
+        true => ctx.db_touching(),
+        false => ctx.db(),
+    };
     let mut count = 0;
     for key in &args[1..] {
         let shard = db.read(key);

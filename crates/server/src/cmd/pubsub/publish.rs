@@ -1,8 +1,11 @@
-//! PUBLISH channel message, and PUBSUB CHANNELS | NUMSUB | NUMPAT.
+//! PUBLISH channel message, SPUBLISH shardchannel message, and PUBSUB
+//! CHANNELS | NUMSUB | NUMPAT | SHARDCHANNELS | SHARDNUMSUB.
 
 use bytes::Bytes;
 
-use crate::cmd::context::{Ctx, Error, Spec, BASE, HELP};
+use crate::pubsub::Kind;
+
+use crate::cmd::context::{subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP};
 
 /// PUBLISH.
 pub const PUBLISH: Spec = Spec {
@@ -22,6 +25,21 @@ pub const PUBLISH: Spec = Spec {
     ..BASE
 };
 
+/// SPUBLISH: its channel is a key, as COMMAND INFO reports.
+pub const SPUBLISH: Spec = Spec {
+    name: "spublish",
+    keys: (1, 1, 1),
+    summary: "Post a message to a shard channel",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+    run: |ctx, args| {
+        let receivers = ctx.server.pubsub.publish_shard(&args[1], &args[2]);
+        ctx.w().integer(receivers as i64);
+        Ok(())
+    },
+    ..PUBLISH
+};
+
 /// PUBSUB (container).
 pub const PUBSUB: Spec = Spec {
     name: "pubsub",
@@ -31,7 +49,14 @@ pub const PUBSUB: Spec = Spec {
     summary: "A container for Pub/Sub commands.",
     since: "2.8.0",
     complexity: "Depends on subcommand.",
-    subcommands: &[&CHANNELS, &NUMSUB, &NUMPAT, &PUBSUB_HELP],
+    subcommands: &[
+        &CHANNELS,
+        &NUMSUB,
+        &NUMPAT,
+        &SHARDCHANNELS,
+        &SHARDNUMSUB,
+        &PUBSUB_HELP,
+    ],
     ..BASE
 };
 
@@ -48,7 +73,17 @@ const CHANNELS: Spec = Spec {
     arity: -2,
     summary: "Returns the active channels.",
     complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
-    run: channels,
+    run: |ctx, args| channels(ctx, Kind::Channel, args),
+    ..SUB
+};
+
+const SHARDCHANNELS: Spec = Spec {
+    name: "pubsub|shardchannels",
+    arity: -2,
+    summary: "List active shard channels",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+    run: |ctx, args| channels(ctx, Kind::Shard, args),
     ..SUB
 };
 
@@ -57,7 +92,18 @@ const NUMSUB: Spec = Spec {
     arity: -2,
     summary: "Returns a count of subscribers to channels.",
     complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-    run: numsub,
+    run: |ctx, args| numsub(ctx, Kind::Channel, args),
+    ..SUB
+};
+
+const SHARDNUMSUB: Spec = Spec {
+    name: "pubsub|shardnumsub",
+    arity: -2,
+    summary: "Get the count of subscribers for shard channels",
+    since: "7.0.0",
+    complexity:
+        "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+    run: |ctx, args| numsub(ctx, Kind::Shard, args),
     ..SUB
 };
 
@@ -79,24 +125,22 @@ const PUBSUB_HELP: Spec = Spec {
     ..HELP
 };
 
-fn channels(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+fn channels(ctx: &mut Ctx, kind: Kind, args: &[Bytes]) -> Result<(), Error> {
     if args.len() > 3 {
-        return Err("ERR wrong number of arguments for 'pubsub|channels' command".into());
+        return Err(subcommand_syntax_error(args));
     }
-    let found = ctx
-        .server
-        .pubsub
-        .active_channels(args.get(2).map(|p| &p[..]));
+    let pattern = args.get(2).map(|p| &p[..]);
+    let found = ctx.server.pubsub.active_channels(kind, pattern);
     let mut w = ctx.w();
     w.array(found.len());
     found.iter().for_each(|c| w.bulk(c));
     Ok(())
 }
 
-fn numsub(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+fn numsub(ctx: &mut Ctx, kind: Kind, args: &[Bytes]) -> Result<(), Error> {
     let counts: Vec<usize> = args[2..]
         .iter()
-        .map(|c| ctx.server.pubsub.subscriber_count(c))
+        .map(|c| ctx.server.pubsub.subscriber_count(kind, c))
         .collect();
     let mut w = ctx.w();
     w.map(counts.len());

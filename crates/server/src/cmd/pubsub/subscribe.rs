@@ -1,7 +1,9 @@
-//! SUBSCRIBE / UNSUBSCRIBE channel ... and PSUBSCRIBE / PUNSUBSCRIBE
-//! pattern ...: join or leave pub/sub channels. Each channel gets its own
-//! confirmation — `[kind, name, subscription count]`, a push in RESP3 —
-//! as in Redis.
+//! SUBSCRIBE / UNSUBSCRIBE channel ..., PSUBSCRIBE / PUNSUBSCRIBE
+//! pattern ... and SSUBSCRIBE / SUNSUBSCRIBE shardchannel ...: join or
+//! leave pub/sub channels, patterns and shard channels. Each name gets its
+//! own confirmation — `[kind, name, subscription count]`, a push in RESP3 —
+//! as in Redis; the count is of channels and patterns for the first two
+//! families and of shard channels for the third.
 
 use bytes::Bytes;
 
@@ -57,17 +59,58 @@ pub const PUNSUBSCRIBE: Spec = spec(
     "Stops listening to messages published to channels that match one or more patterns.",
     |ctx, args| leave(ctx, Kind::Pattern, &args[1..]),
 );
+/// SSUBSCRIBE: its channels are keys, as COMMAND INFO reports.
+pub const SSUBSCRIBE: Spec = Spec {
+    keys: (1, -1, 1),
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of shard channels to subscribe to.",
+    ..spec(
+        "ssubscribe",
+        -2,
+        "Listen for messages published to the given shard channels",
+        |ctx, args| join(ctx, Kind::Shard, &args[1..]),
+    )
+};
+/// SUNSUBSCRIBE.
+pub const SUNSUBSCRIBE: Spec = Spec {
+    keys: (1, -1, 1),
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+    ..spec(
+        "sunsubscribe",
+        -1,
+        "Stop listening for messages posted to the given shard channels",
+        |ctx, args| leave(ctx, Kind::Shard, &args[1..]),
+    )
+};
 
-fn confirm(ctx: &mut Ctx, what: &[u8], name: Option<&[u8]>) {
-    let count = ctx.client.subscriptions.count();
+/// The confirmation's first element for joining (or leaving) `kind`.
+fn confirmation(kind: Kind, joining: bool) -> &'static [u8] {
+    match (kind, joining) {
+        (Kind::Channel, true) => b"subscribe",
+        (Kind::Pattern, true) => b"psubscribe",
+        (Kind::Shard, true) => b"ssubscribe",
+        (Kind::Channel, false) => b"unsubscribe",
+        (Kind::Pattern, false) => b"punsubscribe",
+        (Kind::Shard, false) => b"sunsubscribe",
+    }
+}
+
+fn confirm(ctx: &mut Ctx, kind: Kind, joining: bool, name: Option<&[u8]>) {
+    let subs = &ctx.client.subscriptions;
+    let count = match kind {
+        Kind::Shard => subs.shard_channels.len(),
+        _ => subs.count(),
+    };
     let mut w = ctx.w();
     w.push(3);
-    w.bulk(what);
+    w.bulk(confirmation(kind, joining));
     match name {
         Some(name) => w.bulk(name),
         None => w.null(),
     }
     w.integer(count as i64);
+    ctx.pushes();
 }
 
 fn join(ctx: &mut Ctx, kind: Kind, names: &[Bytes]) -> Result<(), Error> {
@@ -80,54 +123,39 @@ fn join(ctx: &mut Ctx, kind: Kind, names: &[Bytes]) -> Result<(), Error> {
     }
     for name in names {
         let subs = &mut ctx.client.subscriptions;
-        let set = match kind {
-            Kind::Channel => &mut subs.channels,
-            Kind::Pattern => &mut subs.patterns,
-        };
-        if set.insert(name.clone()) {
+        if subs.of_kind(kind).insert(name.clone()) {
             let subscriber = subs.subscriber.as_ref().expect("created above");
             ctx.server.pubsub.subscribe(kind, name, id, subscriber);
         }
-        let what: &[u8] = match kind {
-            Kind::Channel => b"subscribe",
-            Kind::Pattern => b"psubscribe",
-        };
-        confirm(ctx, what, Some(name));
+        confirm(ctx, kind, true, Some(name));
     }
+    ctx.client.note_subscriptions();
     Ok(())
 }
 
 fn leave(ctx: &mut Ctx, kind: Kind, names: &[Bytes]) -> Result<(), Error> {
     let id = ctx.client.handle.id;
-    let what: &[u8] = match kind {
-        Kind::Channel => b"unsubscribe",
-        Kind::Pattern => b"punsubscribe",
-    };
-    let subs = &ctx.client.subscriptions;
-    let current = match kind {
-        Kind::Channel => &subs.channels,
-        Kind::Pattern => &subs.patterns,
-    };
     // Without names: every current one; none at all still gets one reply.
-    let names: Vec<Bytes> = if names.is_empty() {
-        current.iter().cloned().collect()
-    } else {
-        names.to_vec()
+    let names: Vec<Bytes> = match names {
+        [] => ctx
+            .client
+            .subscriptions
+            .of_kind(kind)
+            .iter()
+            .cloned()
+            .collect(),
+        names => names.to_vec(),
     };
     if names.is_empty() {
-        confirm(ctx, what, None);
+        confirm(ctx, kind, false, None);
         return Ok(());
     }
     for name in names {
-        let subs = &mut ctx.client.subscriptions;
-        let set = match kind {
-            Kind::Channel => &mut subs.channels,
-            Kind::Pattern => &mut subs.patterns,
-        };
-        if set.remove(&name) {
+        if ctx.client.subscriptions.of_kind(kind).remove(&name) {
             ctx.server.pubsub.unsubscribe(kind, &name, id);
         }
-        confirm(ctx, what, Some(&name));
+        confirm(ctx, kind, false, Some(&name));
     }
+    ctx.client.note_subscriptions();
     Ok(())
 }

@@ -153,7 +153,8 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("connected_clients", server.clients.count().to_string());
             put("cluster_connections", "0".into());
             put("maxclients", config.maxclients.to_string());
-            put("blocked_clients", server.blocking.blocked().to_string());
+            let blocked = server.blocking.blocked() + server.pause.held();
+            put("blocked_clients", blocked.to_string());
             put("tracking_clients", "0".into());
             put("clients_in_timeout_table", "0".into());
         }
@@ -269,11 +270,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             );
             put("keyspace_hits", t.keyspace_hits.to_string());
             put("keyspace_misses", t.keyspace_misses.to_string());
-            put(
-                "pubsub_channels",
-                server.pubsub.active_channels(None).len().to_string(),
-            );
+            let active = |kind| server.pubsub.active_channels(kind, None).len().to_string();
+            put("pubsub_channels", active(crate::pubsub::Kind::Channel));
             put("pubsub_patterns", server.pubsub.pattern_count().to_string());
+            put("pubsubshard_channels", active(crate::pubsub::Kind::Shard));
             put("latest_fork_usec", "0".into());
             // MIGRATE opens a connection each time; none is kept.
             put("migrate_cached_sockets", "0".into());

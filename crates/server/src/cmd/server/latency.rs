@@ -1,10 +1,13 @@
 //! LATENCY HISTOGRAM [command ...] — the latency histograms of commands
 //! and of keel's background work (see `crate::latency`), in Redis 7's
-//! reply shape.
+//! reply shape — and the latency monitor's LATENCY LATEST | HISTORY event
+//! | RESET [event ...] | GRAPH event | DOCTOR (see `crate::latency_monitor`
+//! for its events).
 
 use bytes::Bytes;
 
 use crate::latency::Snapshot;
+use crate::latency_monitor::{doctor, graph, DoctorContext};
 use crate::stats::{every_series, Series, Work};
 
 use crate::cmd::context::{is, Ctx, Error, Spec, BASE, HELP};
@@ -19,8 +22,95 @@ pub const SPEC: Spec = Spec {
     summary: "A container for latency diagnostics commands.",
     since: "2.8.13",
     complexity: "Depends on subcommand.",
-    subcommands: &[&HISTOGRAM, &LATENCY_HELP],
+    subcommands: &[
+        &DOCTOR,
+        &GRAPH,
+        &HISTORY,
+        &LATEST,
+        &RESET,
+        &HISTOGRAM,
+        &LATENCY_HELP,
+    ],
     ..BASE
+};
+
+/// What the monitor's subcommands share.
+const MONITOR_SUB: Spec = Spec {
+    flags: &["admin", "noscript", "loading", "stale"],
+    acl: &["@admin", "@slow", "@dangerous"],
+    group: "server",
+    since: "2.8.13",
+    ..BASE
+};
+
+const LATEST: Spec = Spec {
+    name: "latency|latest",
+    arity: 2,
+    summary: "Return the latest latency samples for all events.",
+    run: latest,
+    ..MONITOR_SUB
+};
+
+const HISTORY: Spec = Spec {
+    name: "latency|history",
+    arity: 3,
+    summary: "Return timestamp-latency samples for the event.",
+    run: history,
+    ..MONITOR_SUB
+};
+
+const RESET: Spec = Spec {
+    name: "latency|reset",
+    arity: -2,
+    summary: "Reset latency data for one or more events.",
+    run: |ctx, args| {
+        let events: Vec<&[u8]> = args[2..].iter().map(|e| &e[..]).collect();
+        let reset = ctx.server.stats.latency_monitor.reset(&events);
+        ctx.w().integer(reset as i64);
+        Ok(())
+    },
+    ..MONITOR_SUB
+};
+
+const GRAPH: Spec = Spec {
+    name: "latency|graph",
+    arity: 3,
+    summary: "Return a latency graph for the event.",
+    run: |ctx, args| {
+        let Some(series) = ctx.server.stats.latency_monitor.series(&args[2]) else {
+            return Err(format!(
+                "ERR No samples available for event '{}'",
+                String::from_utf8_lossy(&args[2])
+            )
+            .into());
+        };
+        let event = String::from_utf8_lossy(&args[2]);
+        let text = graph(&event, &series, ctx.now_ms / 1000);
+        ctx.w().verbatim(b"txt", text.as_bytes());
+        Ok(())
+    },
+    ..MONITOR_SUB
+};
+
+const DOCTOR: Spec = Spec {
+    name: "latency|doctor",
+    arity: 2,
+    summary: "Return a human readable latency analysis report.",
+    run: |ctx, _| {
+        let context = {
+            let config = ctx.server.config.read();
+            DoctorContext {
+                threshold_ms: config.latency_monitor_threshold,
+                slowlog_slower_than_usec: config.slowlog_log_slower_than,
+                slowlog_max_len: config.slowlog_max_len,
+            }
+        };
+        let events = ctx.server.stats.latency_monitor.events();
+        let report = doctor(&events, &context, ctx.now_ms / 1000);
+        ctx.w().verbatim(b"txt", report.as_bytes());
+        Ok(())
+    },
+    ..MONITOR_SUB
 };
 
 const HISTOGRAM: Spec = Spec {
@@ -41,6 +131,38 @@ const LATENCY_HELP: Spec = Spec {
     since: "2.8.13",
     ..HELP
 };
+
+/// Each event with a spike: its name, the time and latency of its latest
+/// spike and its worst ever.
+fn latest(ctx: &mut Ctx, _: &[Bytes]) -> Result<(), Error> {
+    let events = ctx.server.stats.latency_monitor.events();
+    let mut w = ctx.w();
+    w.array(events.len());
+    for (name, series) in events {
+        let latest = series.latest();
+        w.array(4);
+        w.bulk(name.as_bytes());
+        w.integer(latest.time as i64);
+        w.integer(latest.latency as i64);
+        w.integer(series.max as i64);
+    }
+    Ok(())
+}
+
+/// The event's samples, oldest first, as (time, latency) pairs; none for
+/// an event without spikes.
+fn history(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    let series = ctx.server.stats.latency_monitor.series(&args[2]);
+    let samples: Vec<_> = series.iter().flat_map(|s| s.history()).collect();
+    let mut w = ctx.w();
+    w.array(samples.len());
+    for sample in samples {
+        w.array(2);
+        w.integer(sample.time as i64);
+        w.integer(sample.latency as i64);
+    }
+    Ok(())
+}
 
 /// Replies with a map from each named series that has samples (every
 /// series without names) to its number of samples and its cumulative

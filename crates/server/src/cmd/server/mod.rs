@@ -9,6 +9,7 @@ pub mod info;
 pub mod latency;
 pub mod lolwut;
 pub mod memory;
+pub mod monitor;
 pub mod shutdown;
 pub mod slowlog;
 pub mod time;
