@@ -22,6 +22,7 @@ pub mod edit;
 pub mod geo;
 pub mod hll;
 pub mod key_flags;
+pub mod keys;
 pub mod long_double;
 pub mod pop;
 pub mod random;
@@ -33,6 +34,10 @@ pub mod zset;
 /// A handler: parses `args` (the command name included, as in Redis's argv)
 /// and writes its reply, or returns the error to reply with.
 pub type Handler = fn(&mut Ctx, &[Bytes]) -> Result<(), Error>;
+
+/// A command's key finder: its keys in `args` (the command name first), or
+/// `None` when they cannot be told.
+pub type GetKeys = for<'a> fn(&Spec, &'a [Bytes]) -> Option<Vec<&'a Bytes>>;
 
 /// What a command is: everything COMMAND reports and dispatch checks.
 pub struct Spec {
@@ -59,6 +64,10 @@ pub struct Spec {
     pub complexity: &'static str,
     /// The handler; containers dispatch to their subcommands instead.
     pub run: Handler,
+    /// Finds the keys where the key positions alone do not tell them (a
+    /// key count, a STORE option), as Redis's getkeys procedures do; see
+    /// [`keys_of`] and [`keys`].
+    pub getkeys: Option<GetKeys>,
     /// Subcommands of a container command.
     pub subcommands: &'static [&'static Spec],
 }
@@ -91,102 +100,16 @@ impl Spec {
     }
 }
 
-/// The key arguments of `args` (the command name first): the spec's key
-/// positions, and for a command that says how many keys follow (ZUNION,
-/// ZUNIONSTORE, SINTERCARD, LMPOP, BZMPOP, ...) the keys it counts, as
-/// Redis's getkeys procedures find them, the destinations of GEORADIUS's
-/// STORE and STOREDIST options, and SORT's STORE destination. `None` when
-/// they cannot be told: a count that is not a positive number within the
-/// arguments, or a command with keys at moving positions that no rule here
-/// knows. (SORT's BY and GET patterns name keys that only its source's
-/// contents tell; they are not counted, as in Redis.)
-/// Shard channels (SSUBSCRIBE, SPUBLISH, ...) have key positions, as COMMAND
-/// INFO shows, but are not keys: Redis marks their key specs `not_key`.
+/// The key arguments of `args` (the command name first): what the spec's
+/// key finder finds, or else its key positions. `None` when they cannot be
+/// told: a command with keys at moving positions and no finder, or a finder
+/// that cannot make sense of the arguments.
 pub fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
-    if spec.group == "pubsub" {
-        return Some(Vec::new());
+    match spec.getkeys {
+        Some(find) => find(spec, args),
+        None if spec.has_flag("movablekeys") => None,
+        None => Some(spec.key_args(args).collect()),
     }
-    let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
-    if let Some(options_at) = geo_store_options_at(spec.name) {
-        keys.extend(store_keys(args, options_at));
-        return Some(keys);
-    }
-    let count_at = match spec.name {
-        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => 1,
-        "zunionstore" | "zinterstore" | "zdiffstore" | "blmpop" | "bzmpop" => 2,
-        "migrate" => return migrate_keys(args),
-        "sort_ro" => return Some(keys),
-        "sort" => {
-            keys.extend(sort_store_key(args));
-            return Some(keys);
-        }
-        _ if spec.has_flag("movablekeys") => return None,
-        _ => return Some(keys),
-    };
-    let count = parse_i64(args.get(count_at)?).ok()?;
-    let count = usize::try_from(count).ok().filter(|&n| n > 0)?;
-    keys.extend(args.get(count_at + 1..)?.get(..count)?);
-    Some(keys)
-}
-
-/// The keys of MIGRATE, as Redis's `migrateGetKeys` finds them: `key`, or
-/// what follows a KEYS option (when `key` is empty), AUTH's and AUTH2's
-/// arguments skipped on the way.
-fn migrate_keys(args: &[Bytes]) -> Option<Vec<&Bytes>> {
-    let mut j = 6;
-    while j < args.len() {
-        if is(&args[j], "keys") {
-            return args[3].is_empty().then(|| args[j + 1..].iter().collect());
-        }
-        j += match &args[j] {
-            a if is(a, "auth") => 2,
-            a if is(a, "auth2") => 3,
-            _ => 1,
-        };
-    }
-    args.get(3).map(|key| vec![key])
-}
-
-/// Where GEORADIUS and GEORADIUSBYMEMBER, whose STORE and STOREDIST
-/// options name a key, start their options.
-fn geo_store_options_at(name: &str) -> Option<usize> {
-    match name {
-        "georadius" => Some(6),
-        "georadiusbymember" => Some(5),
-        _ => None,
-    }
-}
-
-/// The keys after the first STORE and the first STOREDIST from `from` on,
-/// as Redis's key specs find them (a keyword last in `args` names none).
-fn store_keys(args: &[Bytes], from: usize) -> Vec<&Bytes> {
-    let tail = args.get(from..args.len().saturating_sub(1)).unwrap_or(&[]);
-    ["store", "storedist"]
-        .iter()
-        .filter_map(|keyword| {
-            let at = tail.iter().position(|a| is(a, keyword))?;
-            Some(&args[from + at + 1])
-        })
-        .collect()
-}
-
-/// SORT's STORE destination, found as Redis's sortGetKeys finds it: LIMIT
-/// skips two arguments, GET and BY one, and the last STORE with an
-/// argument after it wins (its argument is then looked at as an option).
-fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
-    let mut store = None;
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "limit") {
-            i += 2;
-        } else if is(&args[i], "get") || is(&args[i], "by") {
-            i += 1;
-        } else if is(&args[i], "store") && i + 1 < args.len() {
-            store = Some(&args[i + 1]);
-        }
-        i += 1;
-    }
-    store
 }
 
 /// Defaults for [`Spec`] fields most commands share, so a command file only
@@ -202,6 +125,7 @@ pub const BASE: Spec = Spec {
     since: "1.0.0",
     complexity: "O(1)",
     run: |_, _| Ok(()),
+    getkeys: None,
     subcommands: &[],
 };
 

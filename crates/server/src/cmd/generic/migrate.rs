@@ -34,6 +34,7 @@ pub const SPEC: Spec = Spec {
     arity: -6,
     flags: &["write", "movablekeys"],
     keys: (3, 3, 1),
+    getkeys: Some(migrate_keys),
     acl: &["@keyspace", "@write", "@slow", "@dangerous"],
     summary: "Atomically transfer a key from a Redis instance to another one.",
     since: "2.6.0",
@@ -43,6 +44,24 @@ pub const SPEC: Spec = Spec {
     run,
     ..BASE
 };
+
+/// The keys of MIGRATE, as Redis's `migrateGetKeys` finds them: `key`, or
+/// what follows a KEYS option (when `key` is empty), AUTH's and AUTH2's
+/// arguments skipped on the way.
+fn migrate_keys<'a>(_: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let mut j = 6;
+    while j < args.len() {
+        if is(&args[j], "keys") {
+            return args[3].is_empty().then(|| args[j + 1..].iter().collect());
+        }
+        j += match &args[j] {
+            a if is(a, "auth") => 2,
+            a if is(a, "auth2") => 3,
+            _ => 1,
+        };
+    }
+    args.get(3).map(|key| vec![key])
+}
 
 /// MIGRATE's options and the keys it names.
 struct Options<'a> {

@@ -392,17 +392,42 @@ const fn spec(name: &'static str, arity: i32, run: Handler) -> Spec {
 }
 
 /// GEORADIUS.
-pub const GEORADIUS: Spec = spec("georadius", -6, |ctx, args| {
-    run(ctx, args, Form::Radius, false)
-});
+pub const GEORADIUS: Spec = Spec {
+    getkeys: Some(|spec, args| radius_keys(spec, args, 6)),
+    ..spec("georadius", -6, |ctx, args| {
+        run(ctx, args, Form::Radius, false)
+    })
+};
 
 /// GEORADIUSBYMEMBER.
 pub const GEORADIUSBYMEMBER: Spec = Spec {
     summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
+    getkeys: Some(|spec, args| radius_keys(spec, args, 5)),
     ..spec("georadiusbymember", -5, |ctx, args| {
         run(ctx, args, Form::RadiusByMember, false)
     })
 };
+
+/// The keys of GEORADIUS and GEORADIUSBYMEMBER, whose options start at
+/// `options_at`: the source, then the destinations of STORE and STOREDIST.
+fn radius_keys<'a>(spec: &Spec, args: &'a [Bytes], options_at: usize) -> Option<Vec<&'a Bytes>> {
+    let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
+    keys.extend(store_keys(args, options_at));
+    Some(keys)
+}
+
+/// The keys after the first STORE and the first STOREDIST from `from` on,
+/// as Redis's key specs find them (a keyword last in `args` names none).
+fn store_keys(args: &[Bytes], from: usize) -> Vec<&Bytes> {
+    let tail = args.get(from..args.len().saturating_sub(1)).unwrap_or(&[]);
+    ["store", "storedist"]
+        .iter()
+        .filter_map(|keyword| {
+            let at = tail.iter().position(|a| is(a, keyword))?;
+            Some(&args[from + at + 1])
+        })
+        .collect()
+}
 
 /// GEORADIUS_RO.
 pub const GEORADIUS_RO: Spec = Spec {

@@ -7,13 +7,14 @@ use bytes::Bytes;
 
 use crate::blocking::Wait;
 use crate::cmd::context::pop::{block, deadline, end, mpop_args, pop_at_once};
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
 
 /// LMPOP.
 pub const LMPOP: Spec = Spec {
     name: "lmpop",
     arity: -4,
     flags: &["write", "movablekeys"],
+    getkeys: Some(keys::counted::<1>),
     acl: &["@write", "@list", "@slow"],
     group: "list",
     summary: "Pop elements from a list",
@@ -29,6 +30,7 @@ pub const BLMPOP: Spec = Spec {
     name: "blmpop",
     arity: -5,
     flags: &["write", "blocking", "movablekeys"],
+    getkeys: Some(keys::counted::<2>),
     acl: &["@write", "@list", "@slow", "@blocking"],
     summary: "Pop elements from a list, or block until one is available",
     run: |ctx, args| lmpop(ctx, &args[2..], Some(&args[1])),

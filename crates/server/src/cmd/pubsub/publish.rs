@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::pubsub::Kind;
 
-use crate::cmd::context::{subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP};
+use crate::cmd::context::{keys, subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP};
 
 /// PUBLISH.
 pub const PUBLISH: Spec = Spec {
@@ -25,10 +25,12 @@ pub const PUBLISH: Spec = Spec {
     ..BASE
 };
 
-/// SPUBLISH: its channel is a key, as COMMAND INFO reports.
+/// SPUBLISH: its channel has a key position, as COMMAND INFO reports, but
+/// is not a key.
 pub const SPUBLISH: Spec = Spec {
     name: "spublish",
     keys: (1, 1, 1),
+    getkeys: Some(keys::none),
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",

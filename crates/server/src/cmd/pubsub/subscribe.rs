@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use crate::pubsub::Kind;
 
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
 
 const fn spec(
     name: &'static str,
@@ -59,9 +59,11 @@ pub const PUNSUBSCRIBE: Spec = spec(
     "Stops listening to messages published to channels that match one or more patterns.",
     |ctx, args| leave(ctx, Kind::Pattern, &args[1..]),
 );
-/// SSUBSCRIBE: its channels are keys, as COMMAND INFO reports.
+/// SSUBSCRIBE: its channels have key positions, as COMMAND INFO reports,
+/// but are not keys.
 pub const SSUBSCRIBE: Spec = Spec {
     keys: (1, -1, 1),
+    getkeys: Some(keys::none),
     since: "7.0.0",
     complexity: "O(N) where N is the number of shard channels to subscribe to.",
     ..spec(
@@ -74,6 +76,7 @@ pub const SSUBSCRIBE: Spec = Spec {
 /// SUNSUBSCRIBE.
 pub const SUNSUBSCRIBE: Spec = Spec {
     keys: (1, -1, 1),
+    getkeys: Some(keys::none),
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
     ..spec(

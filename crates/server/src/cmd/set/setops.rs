@@ -11,7 +11,7 @@ use bytes::Bytes;
 use keel_store::{Entry, Limits, Set, Value};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Spec, BASE};
 
 /// Which combination.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -94,6 +94,7 @@ pub const SDIFFSTORE: Spec = store_spec(
 pub const SINTERCARD: Spec = Spec {
     arity: -3,
     keys: (0, 0, 0),
+    getkeys: Some(keys::counted::<1>),
     flags: &["readonly"],
     since: "7.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",

@@ -31,7 +31,7 @@ use bytes::Bytes;
 use keel_store::{End, Entry, List, Value, ValueRef};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{errors, is, parse_i64, write_each, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, write_each, Ctx, Error, Spec, BASE};
 
 /// SORT.
 pub const SORT: Spec = Spec {
@@ -39,6 +39,7 @@ pub const SORT: Spec = Spec {
     arity: -2,
     flags: &["write", "denyoom", "movablekeys"],
     keys: (1, 1, 1),
+    getkeys: Some(sort_keys),
     acl: &["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"],
     summary: "Sort the elements in a list, set or sorted set",
     complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
@@ -50,6 +51,7 @@ pub const SORT: Spec = Spec {
 pub const SORT_RO: Spec = Spec {
     name: "sort_ro",
     flags: &["readonly", "movablekeys"],
+    getkeys: Some(keys::positional),
     acl: &[
         "@read",
         "@set",
@@ -63,6 +65,34 @@ pub const SORT_RO: Spec = Spec {
     run: |ctx, args| sort(ctx, args, true),
     ..SORT
 };
+
+/// SORT's keys: its source, and the destination of STORE. (BY and GET
+/// patterns name keys that only the source's contents tell; they are not
+/// counted, as in Redis.)
+fn sort_keys<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let mut keys: Vec<&Bytes> = spec.key_args(args).collect();
+    keys.extend(sort_store_key(args));
+    Some(keys)
+}
+
+/// SORT's STORE destination, found as Redis's sortGetKeys finds it: LIMIT
+/// skips two arguments, GET and BY one, and the last STORE with an
+/// argument after it wins (its argument is then looked at as an option).
+fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        if is(&args[i], "limit") {
+            i += 2;
+        } else if is(&args[i], "get") || is(&args[i], "by") {
+            i += 1;
+        } else if is(&args[i], "store") && i + 1 < args.len() {
+            store = Some(&args[i + 1]);
+        }
+        i += 1;
+    }
+    store
+}
 
 const NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
 

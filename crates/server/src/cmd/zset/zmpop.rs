@@ -8,13 +8,14 @@ use bytes::Bytes;
 
 use crate::blocking::Wait;
 use crate::cmd::context::pop::{block, deadline, mpop_args, pop_at_once};
-use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, Ctx, Error, Spec, BASE};
 
 /// ZMPOP.
 pub const ZMPOP: Spec = Spec {
     name: "zmpop",
     arity: -4,
     flags: &["write", "movablekeys"],
+    getkeys: Some(keys::counted::<1>),
     acl: &["@write", "@sortedset", "@slow"],
     group: "sorted-set",
     summary: "Remove and return members with scores in a sorted set",
@@ -29,6 +30,7 @@ pub const BZMPOP: Spec = Spec {
     name: "bzmpop",
     arity: -5,
     flags: &["write", "blocking", "movablekeys"],
+    getkeys: Some(keys::counted::<2>),
     acl: &["@write", "@sortedset", "@slow", "@blocking"],
     summary:
         "Remove and return members with scores in a sorted set or block until one is available",

@@ -19,7 +19,7 @@ use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 use crate::cmd::context::collection::{limits, store_in};
 use crate::cmd::context::zset::parse_score;
 use crate::cmd::context::zset::write_elements;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Spec, BASE};
 
 /// How the inputs combine.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -297,6 +297,7 @@ const fn spec(
         name,
         arity: -3,
         flags: &["readonly", "movablekeys"],
+        getkeys: Some(keys::counted::<1>),
         acl: &["@read", "@sortedset", "@slow"],
         group: "sorted-set",
         summary,
@@ -353,6 +354,7 @@ pub const ZUNIONSTORE: Spec = Spec {
     arity: -4,
     flags: &["write", "denyoom", "movablekeys"],
     keys: (1, 1, 1),
+    getkeys: Some(keys::counted::<2>),
     acl: &["@write", "@sortedset", "@slow"],
     group: "sorted-set",
     summary: "Stores the union of multiple sorted sets in a key.",
