@@ -1245,6 +1245,14 @@ mod tests {
     }
 
     #[test]
+    fn every_directive_is_declared_once() {
+        let mut seen = std::collections::HashSet::new();
+        for directive in all().chain(crate::redis_conf::HIDDEN) {
+            assert!(seen.insert(directive.name), "{} is declared twice", directive.name);
+        }
+    }
+
+    #[test]
     fn rewrite_keeps_comments_and_round_trips() {
         let dir = std::env::temp_dir().join(format!("keel-rewrite-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

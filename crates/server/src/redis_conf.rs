@@ -516,19 +516,7 @@ pub static ACCEPTED: &[Directive] = &[
         Kind::Int(0, 65535),
         "0"
     ),
-    accepted!(
-        "latency-monitor-threshold",
-        MUTABLE,
-        Kind::Int(0, LONG_MAX),
-        "0"
-    ),
     accepted!("list-compress-depth", MUTABLE, Kind::Int(0, INT_MAX), "0"),
-    accepted!(
-        "hll-sparse-max-bytes",
-        MUTABLE,
-        Kind::Memory(0, MEM_MAX),
-        "3000"
-    ),
     accepted!(
         "stream-node-max-bytes",
         MUTABLE,
