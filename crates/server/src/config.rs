@@ -1248,7 +1248,11 @@ mod tests {
     fn every_directive_is_declared_once() {
         let mut seen = std::collections::HashSet::new();
         for directive in all().chain(crate::redis_conf::HIDDEN) {
-            assert!(seen.insert(directive.name), "{} is declared twice", directive.name);
+            assert!(
+                seen.insert(directive.name),
+                "{} is declared twice",
+                directive.name
+            );
         }
     }
 
