@@ -382,12 +382,25 @@ impl PubSub {
     }
 
     /// Publishes a keyspace notification for `key` in database `db`, if
-    /// `notify-keyspace-events` asks for events of `class`.
+    /// `notify-keyspace-events` asks for events of `class`. With
+    /// notifications off (the default) this is one relaxed load, so every
+    /// write can call it.
+    #[inline]
     pub fn notify(&self, class: u64, event: &str, db: usize, key: &[u8]) {
         let flags = self.notify.load(Ordering::Relaxed);
-        if flags & class == 0 {
-            return;
+        if flags & class != 0 {
+            self.publish_key_event(flags, event, db, key);
         }
+    }
+
+    /// True when `notify-keyspace-events` asks for events of `class`.
+    #[inline]
+    pub fn notifies(&self, class: u64) -> bool {
+        self.notify.load(Ordering::Relaxed) & class != 0
+    }
+
+    #[cold]
+    fn publish_key_event(&self, flags: u64, event: &str, db: usize, key: &[u8]) {
         if flags & KeyspaceEvents::KEYSPACE != 0 {
             let mut channel = format!("__keyspace@{db}__:").into_bytes();
             channel.extend_from_slice(key);

@@ -48,7 +48,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         let mut sources = Vec::with_capacity(keys.len());
         for key in keys {
             let entry = locked.peek(key);
-            ctx.count_lookup(entry.is_some());
+            ctx.count_lookup(key, entry.is_some());
             match entry.map(|e| e.value().as_str()) {
                 None => sources.push(Default::default()),
                 Some(Some(s)) => sources.push(s.to_bytes()),

@@ -42,7 +42,7 @@ pub fn read_bits<R>(
     let db = ctx.db();
     let shard = db.read(key);
     let entry = shard.get(key);
-    ctx.count_lookup(entry.is_some());
+    ctx.count_lookup(key, entry.is_some());
     match entry.map(|e| e.value().as_str()) {
         None => read(None),
         Some(Some(s)) => read(Some(&s.to_bytes())),

@@ -203,7 +203,7 @@ fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Vec<Outgoing<'a>> {
     for key in keys {
         let shard = db.read(key);
         let entry = shard.get(key);
-        ctx.count_lookup(entry.is_some());
+        ctx.count_lookup(key, entry.is_some());
         let Some(entry) = entry else {
             continue;
         };

@@ -35,7 +35,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut use_dense = false;
     for key in keys {
         let entry = locked.peek(key);
-        ctx.count_lookup(entry.is_some());
+        ctx.count_lookup(key, entry.is_some());
         if let Some(entry) = entry {
             let (bytes, encoding) = bytes_of(entry.value())?;
             use_dense |= encoding == hll::Encoding::Dense;

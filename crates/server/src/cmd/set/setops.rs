@@ -11,7 +11,7 @@ use bytes::Bytes;
 use keel_store::{Entry, Limits, Set, Value};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// Which combination.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,17 @@ enum Op {
     Inter,
     Union,
     Diff,
+}
+
+impl Op {
+    /// The keyspace event of the *STORE command.
+    fn store_event(self) -> &'static str {
+        match self {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        }
+    }
 }
 
 const fn read_spec(
@@ -183,6 +194,7 @@ fn store(ctx: &mut Ctx, args: &[Bytes], op: Op) -> Result<(), Error> {
         locked.shard(destination),
         destination,
         Value::Set(Box::new(result)),
+        (Events::SET, op.store_event()),
     )?;
     ctx.w().integer(len as i64);
     Ok(())

@@ -31,7 +31,9 @@ use bytes::Bytes;
 use keel_store::{End, Entry, List, Value, ValueRef};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{errors, is, keys, parse_i64, write_each, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{
+    errors, is, keys, parse_i64, write_each, Ctx, Error, Events, Spec, BASE,
+};
 
 /// SORT.
 pub const SORT: Spec = Spec {
@@ -462,6 +464,7 @@ fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
         locked.shard(destination),
         destination,
         Value::List(list),
+        (Events::LIST, "sortstore"),
     )?;
     ctx.w().integer(stored as i64);
     Ok(())

@@ -23,11 +23,11 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let Some(entry) = shard.get_mut(key) else {
-        ctx.count_lookup(false);
+        ctx.count_lookup(key, false);
         ctx.w().null();
         return Ok(());
     };
-    ctx.count_lookup(true);
+    ctx.count_lookup(key, true);
     let Some(s) = entry.entry().value().as_str() else {
         return Err(errors::WRONGTYPE.into());
     };

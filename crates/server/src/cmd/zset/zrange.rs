@@ -108,7 +108,13 @@ fn range_store(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
     let len = result.len();
     let value = keel_store::Value::ZSet(Box::new(result));
-    crate::cmd::context::collection::store_in(ctx, locked.shard(destination), destination, value)?;
+    crate::cmd::context::collection::store_in(
+        ctx,
+        locked.shard(destination),
+        destination,
+        value,
+        (crate::cmd::context::Events::ZSET, "zrangestore"),
+    )?;
     ctx.w().integer(len as i64);
     Ok(())
 }

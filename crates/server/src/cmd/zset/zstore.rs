@@ -19,7 +19,7 @@ use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 use crate::cmd::context::collection::{limits, store_in};
 use crate::cmd::context::zset::parse_score;
 use crate::cmd::context::zset::write_elements;
-use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// How the inputs combine.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,17 @@ enum Op {
     Inter,
     /// The first input's members found in no other input.
     Diff,
+}
+
+impl Op {
+    /// The keyspace event of the *STORE command.
+    fn store_event(self) -> &'static str {
+        match self {
+            Op::Union => "zunionstore",
+            Op::Inter => "zinterstore",
+            Op::Diff => "zdiffstore",
+        }
+    }
 }
 
 /// What becomes of the result.
@@ -260,6 +271,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes], op: Op, output: Output) -> Result<(), Erro
             locked.shard(destination),
             destination,
             Value::ZSet(Box::new(result)),
+            (Events::ZSET, op.store_event()),
         )?;
         ctx.w().integer(len as i64);
         return Ok(());
