@@ -491,6 +491,24 @@ fn leaving(subscriber: &Subscriber, message: &Message) -> bool {
     }
 }
 
+/// Where a write publishes its keyspace events: the server's pub/sub and
+/// the database of the keys it writes.
+#[derive(Clone, Copy)]
+pub struct Notifier<'a> {
+    /// The server's subscriptions.
+    pub pubsub: &'a PubSub,
+    /// The database the keys are in.
+    pub db: usize,
+}
+
+impl Notifier<'_> {
+    /// [`PubSub::notify`] in this notifier's database.
+    #[inline]
+    pub fn notify(&self, class: u64, event: &str, key: &[u8]) {
+        self.pubsub.notify(class, event, self.db, key);
+    }
+}
+
 /// `notify-keyspace-events`: Redis's flag letters, as bits.
 pub struct KeyspaceEvents;
 

@@ -13,7 +13,7 @@ use keel_resp::{ReplyLimit, Writer};
 
 use crate::client::Client;
 use crate::eviction::Room;
-pub use crate::pubsub::KeyspaceEvents as Events;
+pub use crate::pubsub::{KeyspaceEvents as Events, Notifier};
 use crate::server::Server;
 
 pub mod bitmap;
@@ -323,6 +323,14 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn notify(&self, class: u64, event: &str, key: &[u8]) {
         self.notify_in(self.client.db, class, event, key);
+    }
+
+    /// Where this command's keyspace events go (the selected database).
+    pub fn notifier(&self) -> Notifier<'a> {
+        Notifier {
+            pubsub: &self.server.pubsub,
+            db: self.client.db,
+        }
     }
 
     /// [`Ctx::notify`] for a key of database `db` (MOVE).

@@ -12,7 +12,7 @@ use keel_store::{End, Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteSha
 
 use super::edit::edit;
 pub use super::edit::Edit;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Notifier};
 
 /// A collection type as stored in a [`Value`].
 pub trait Kind: Default {
@@ -99,7 +99,7 @@ pub fn read<T: Kind, R>(
     }
 }
 
-/// Whether [`update_in`] creates a missing key.
+/// Whether [`update_tracked`] creates a missing key.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Missing {
     /// Start from an empty collection (HSET, SADD, ...); it is stored only
@@ -120,18 +120,9 @@ pub struct Outcome {
 
 /// Runs `f` on the collection at `key` in an already locked shard, creating
 /// it or not as `missing` says; deletes the key if `f` empties it. Watchers
-/// of the key are marked as `f`'s [`Edit`] says (see [`edit`]).
-pub fn update_in<T: Kind, R>(
-    shard: &mut WriteShard,
-    key: &[u8],
-    missing: Missing,
-    f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
-) -> Result<Option<R>, Error> {
-    update_tracked(shard, key, missing, f).map(|(result, _)| result)
-}
-
-/// [`update_in`], telling also what it did to the key, for the keyspace
-/// events the caller publishes once the shard is released (see [`notify`]).
+/// of the key are marked as `f`'s [`Edit`] says (see [`edit`]). Tells also
+/// what it did to the key, for the keyspace events the caller publishes
+/// (see [`notify`]).
 pub fn update_tracked<T: Kind, R>(
     shard: &mut WriteShard,
     key: &[u8],
@@ -173,12 +164,12 @@ pub fn update_tracked<T: Kind, R>(
 /// Publishes what a write to the collection `key` did: `event` (of `T`'s
 /// class) if it changed it, then `del` if it emptied it, as Redis's
 /// collection commands do.
-pub fn notify<T: Kind>(ctx: &Ctx, event: &str, key: &[u8], outcome: Outcome) {
+pub fn notify<T: Kind>(events: Notifier, event: &str, key: &[u8], outcome: Outcome) {
     if outcome.changed {
-        ctx.notify(T::CLASS, event, key);
+        events.notify(T::CLASS, event, key);
     }
     if outcome.removed {
-        ctx.notify(Events::GENERIC, "del", key);
+        events.notify(Events::GENERIC, "del", key);
     }
 }
 
@@ -198,7 +189,7 @@ pub fn push_event(end: End) -> &'static str {
     }
 }
 
-/// [`update_in`] on the key's own shard, publishing `event` if `f` changed
+/// [`update_tracked`] on the key's own shard, publishing `event` if `f` changed
 /// the collection (see [`notify`]).
 pub fn update<T: Kind, R>(
     ctx: &mut Ctx,
@@ -212,7 +203,7 @@ pub fn update<T: Kind, R>(
         let mut shard = db.write(key);
         update_tracked(&mut shard, key, missing, f)?
     };
-    notify::<T>(ctx, event, key, outcome);
+    notify::<T>(ctx.notifier(), event, key, outcome);
     Ok(result)
 }
 

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, write_str, Ctx, Error, Events, Spec, BASE};
 
 /// GETDEL.
 pub const SPEC: Spec = Spec {
@@ -33,5 +33,6 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     };
     write_str(&mut ctx.w(), s);
     entry.remove();
+    ctx.notify(Events::GENERIC, "del", key);
     Ok(())
 }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_store::Shard;
 
 use crate::cmd::context::strings::{option_deadline, parse_options, Kind, Ttl};
-use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, write_str, Ctx, Error, Events, Spec, BASE};
 
 /// GETEX.
 pub const SPEC: Spec = Spec {
@@ -42,15 +42,21 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         ctx.reserve(Shard::deadline_growth(entry.entry()))?;
     }
     write_str(&mut ctx.w(), s);
-    match (options.ttl, deadline) {
+    let event = match (options.ttl, deadline) {
         (_, Some(at)) if at <= ctx.now_ms => {
             entry.remove();
+            "del"
         }
-        (_, Some(at)) => entry.set_expire_at_ms(Some(at)),
+        (_, Some(at)) => {
+            entry.set_expire_at_ms(Some(at));
+            "expire"
+        }
         (Ttl::Persist, None) if entry.entry().expire_at_ms().is_some() => {
-            entry.set_expire_at_ms(None)
+            entry.set_expire_at_ms(None);
+            "persist"
         }
-        _ => {}
-    }
+        _ => return Ok(()),
+    };
+    ctx.notify(Events::GENERIC, event, key);
     Ok(())
 }
