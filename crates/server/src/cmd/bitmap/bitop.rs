@@ -10,7 +10,7 @@ use keel_store::bits::{self, BitOp};
 use keel_store::size_class::allocated;
 use keel_store::{Str, Value};
 
-use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, Ctx, Error, Events, Spec, BASE};
 
 /// BITOP.
 pub const SPEC: Spec = Spec {
@@ -67,8 +67,15 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     } else {
         shard.insert(destination, Value::Str(Str::Growable(result)), None)
     };
+    let deleted = len == 0 && old.is_some();
     if let Some(old) = old {
         crate::lazyfree::free(old);
+    }
+    drop(locked);
+    if len > 0 {
+        ctx.notify(Events::STRING, "set", destination);
+    } else if deleted {
+        ctx.notify(Events::GENERIC, "del", destination);
     }
     ctx.w().integer(len as i64);
     Ok(())

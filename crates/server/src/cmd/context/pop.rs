@@ -68,6 +68,9 @@ impl Pop {
                 return Err(errors::WRONGTYPE.into());
             }
         }
+        if let Some((_, to)) = self.to.as_ref().filter(|(dest, _)| dest == source) {
+            return self.rotate(locked, source, *to, limits, events);
+        }
         let (popped, popped_outcome) = update_tracked(
             locked.shard(source),
             source,
@@ -94,6 +97,29 @@ impl Pop {
         }
         notify::<List>(events, pop_event(self.from), source, popped_outcome);
         Ok(Some(element))
+    }
+
+    /// A move within one list (RPOPLPUSH k k): the element changes ends
+    /// and the key, never empty, keeps its TTL.
+    fn rotate(
+        &self,
+        locked: &mut MultiWrite,
+        key: &[u8],
+        to: End,
+        limits: &Limits,
+        events: Notifier,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let (moved, outcome) =
+            update_tracked(locked.shard(key), key, Missing::Skip, |list: &mut List| {
+                let popped = list.pop(self.from, limits);
+                if let Some(element) = &popped {
+                    list.push(to, element, limits);
+                }
+                Ok(Edit::changed_if(popped.is_some(), popped))
+            })?;
+        notify::<List>(events, push_event(to), key, outcome);
+        notify::<List>(events, pop_event(self.from), key, outcome);
+        Ok(moved.flatten())
     }
 }
 

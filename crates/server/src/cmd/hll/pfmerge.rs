@@ -8,7 +8,7 @@ use keel_store::{Lookup, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::hll::{bytes_of, invalid, new_value, replace};
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
 /// PFMERGE.
 pub const SPEC: Spec = Spec {
@@ -65,6 +65,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             vacant.insert(new_value(ctx, merged)?, None);
         }
     }
+    ctx.notify(Events::STRING, "pfadd", destination);
     ctx.w().ok();
     Ok(())
 }
