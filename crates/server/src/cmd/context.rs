@@ -310,9 +310,15 @@ impl<'a> Ctx<'a> {
     /// Counts a read's lookup of `key` for INFO's keyspace_hits/misses; a
     /// miss is a `keymiss` keyspace event.
     pub fn count_lookup(&self, key: &[u8], found: bool) {
-        self.server.stats.count_lookup(found);
-        if !found {
-            self.notify(Events::MISS, "keymiss", key);
+        self.lookups().count(key, found);
+    }
+
+    /// [`Ctx::count_lookup`] for code that reads while the context is
+    /// borrowed (SORT's patterns).
+    pub fn lookups(&self) -> Lookups<'a> {
+        Lookups {
+            server: self.server,
+            events: self.notifier(),
         }
     }
 
@@ -337,6 +343,23 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn notify_in(&self, db: usize, class: u64, event: &str, key: &[u8]) {
         self.server.pubsub.notify(class, event, db, key);
+    }
+}
+
+/// Counts reads' lookups (see [`Ctx::count_lookup`]).
+#[derive(Clone, Copy)]
+pub struct Lookups<'a> {
+    server: &'a Server,
+    events: Notifier<'a>,
+}
+
+impl Lookups<'_> {
+    /// Counts a lookup of `key` for INFO; a miss is a `keymiss` event.
+    pub fn count(&self, key: &[u8], found: bool) {
+        self.server.stats.count_lookup(found);
+        if !found {
+            self.events.notify(Events::MISS, "keymiss", key);
+        }
     }
 }
 

@@ -76,16 +76,18 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let copied = if target_db == ctx.client.db {
         let mut locked = db.write_many(&[source, destination]);
-        match locked.peek(source).map(|e| clone_of(ctx, e)).transpose()? {
+        let entry = locked.peek(source);
+        ctx.count_lookup(source, entry.is_some());
+        match entry.map(|e| clone_of(ctx, e)).transpose()? {
             Some(copied) => place(locked.shard(destination), destination, copied, replace),
             None => false,
         }
     } else {
-        let copied = db
-            .read(source)
-            .peek(source)
-            .map(|e| clone_of(ctx, e))
-            .transpose()?;
+        let shard = db.read(source);
+        let entry = shard.peek(source);
+        ctx.count_lookup(source, entry.is_some());
+        let copied = entry.map(|e| clone_of(ctx, e)).transpose()?;
+        drop(shard);
         let target = ctx.server.store.db(target_db, ctx.now_ms);
         copied.is_some_and(|c| place(&mut target.write(destination), destination, c, replace))
     };
