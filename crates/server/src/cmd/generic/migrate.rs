@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::cmd::context::serialized::dump_payload;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// MIGRATE.
 pub const SPEC: Spec = Spec {
@@ -179,6 +179,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         for key in restored {
             if let Some(old) = db.write(key).remove(key) {
                 crate::lazyfree::free(old);
+                ctx.notify(Events::GENERIC, "del", key);
             }
         }
     }
