@@ -43,8 +43,8 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::cmd::context::pop::{list_pop_many, zset_pop_many, Members, Pop};
-use crate::pubsub::Notifier;
 use crate::cmd::Error;
+use crate::pubsub::Notifier;
 use crate::server::{unix_ms, Server};
 
 /// What a blocked client waits to do.
@@ -109,15 +109,16 @@ impl Wait {
         events: Notifier,
     ) -> Result<Option<Popped>, Error> {
         Ok(match self {
-            Wait::List(pop) => pop.apply(locked, source, limits, events)?.map(Popped::Element),
+            Wait::List(pop) => pop
+                .apply(locked, source, limits, events)?
+                .map(Popped::Element),
             Wait::ListMany { from, count } => {
                 let shard = locked.shard(source);
                 list_pop_many(shard, source, *from, *count, limits, events)?.map(Popped::Elements)
             }
             Wait::ZSet { max, count } => {
                 let shard = locked.shard(source);
-                zset_pop_many(shard, source, count.unwrap_or(1), *max, events)?
-                    .map(Popped::Members)
+                zset_pop_many(shard, source, count.unwrap_or(1), *max, events)?.map(Popped::Members)
             }
         })
     }

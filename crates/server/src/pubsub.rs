@@ -30,8 +30,14 @@
 //!
 //! Keyspace notifications (`notify-keyspace-events`) are messages keel
 //! publishes itself on `__keyspace@<db>__:<key>` and
-//! `__keyevent@<db>__:<event>`. The store reports expired and evicted keys
-//! through a hook on every path that removes them.
+//! `__keyevent@<db>__:<event>`. Commands publish theirs as Redis's
+//! `notifyKeyspaceEvent` calls do, after each change and in Redis's order
+//! (`Ctx::notify`); the store reports expired, evicted and new keys through
+//! a hook on every path that removes or creates them. When a class is off,
+//! which is the default for all, an event costs one relaxed load. An event
+//! may be published under a shard lock: publishing takes only the
+//! subscriber tables' read lock, a leaf lock (docs/threads.md), and never
+//! waits for a subscriber, so it cannot deadlock or stall the shard.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

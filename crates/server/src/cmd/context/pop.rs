@@ -9,9 +9,7 @@
 use bytes::Bytes;
 use keel_store::{End, Limits, List, MultiWrite, WriteShard, ZSet};
 
-use super::collection::{
-    limits, notify, pop_event, push_event, update_tracked, Edit, Missing,
-};
+use super::collection::{limits, notify, pop_event, push_event, update_tracked, Edit, Missing};
 use super::{errors, is, parse_f64, parse_i64, Ctx, Error, Notifier};
 use crate::blocking::{write_outcome, Outcome, Wait};
 use crate::client::AfterReply;

@@ -11,9 +11,7 @@ use bytes::Bytes;
 use keel_store::{Entry, Limits, Set, Value};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{
-    errors, is, keys, parse_i64, Ctx, Error, Events, Lookups, Spec, BASE,
-};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Events, Lookups, Spec, BASE};
 
 /// Which combination.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -24,9 +24,13 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Result<(), Error> {
                 .ok_or("ERR value is out of range, must be positive")?,
         ),
     };
-    let popped = update(ctx, &args[1], Missing::Skip, if max { "zpopmax" } else { "zpopmin" }, |zset: &mut ZSet| {
-        Ok(take_members(zset, count.unwrap_or(1), max))
-    })?
+    let popped = update(
+        ctx,
+        &args[1],
+        Missing::Skip,
+        if max { "zpopmax" } else { "zpopmin" },
+        |zset: &mut ZSet| Ok(take_members(zset, count.unwrap_or(1), max)),
+    )?
     .unwrap_or_default();
     let mut w = ctx.w();
     // With a count, RESP3 gets [member, score] pairs; without, one flat pair.

@@ -19,9 +19,7 @@ use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 use crate::cmd::context::collection::{limits, store_in};
 use crate::cmd::context::zset::parse_score;
 use crate::cmd::context::zset::write_elements;
-use crate::cmd::context::{
-    errors, is, keys, parse_i64, Ctx, Error, Events, Lookups, Spec, BASE,
-};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Events, Lookups, Spec, BASE};
 
 /// How the inputs combine.
 #[derive(Clone, Copy, PartialEq, Eq)]
