@@ -434,4 +434,25 @@ mod tests {
         );
         assert_eq!(got[3], (KeyEvent::Evicted, 0, b"kept".to_vec()));
     }
+
+    #[test]
+    fn creating_a_key_reports_it_new_only_when_asked() {
+        let store = Store::new(2);
+        let events = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        store.set_key_event_hook(Box::new(move |event, db, key| {
+            seen.lock().push((event, db, key.to_vec()))
+        }));
+        let zero = store.db(0, 0);
+        zero.write(b"quiet").insert(b"quiet", s("v"), None);
+        store.set_report_new_keys(true);
+        zero.write(b"k").insert(b"k", s("v"), Some(10));
+        zero.write(b"k").insert(b"k", s("replaced"), None);
+        let (mut here, mut there) = zero.write_across(1, b"k");
+        let entry = here.remove(b"k").unwrap();
+        there.insert_renamed(b"k", entry);
+        drop((here, there));
+        let new = |db, k: &str| (KeyEvent::New, db, k.as_bytes().to_vec());
+        assert_eq!(*events.lock(), [new(0, "k"), new(1, "k")]);
+    }
 }
