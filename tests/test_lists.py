@@ -156,6 +156,14 @@ def test_lmove_and_rpoplpush(c):
     assert c.call("LMOVE", "d", "x", "UP", "LEFT") == SYNTAX
 
 
+def test_rotating_a_one_element_list_keeps_the_key_and_its_ttl(c):
+    c.call("RPUSH", "one", "a")
+    c.call("EXPIRE", "one", "100")
+    assert c.call("RPOPLPUSH", "one", "one") == b"a"
+    assert c.call("LMOVE", "one", "one", "LEFT", "RIGHT") == b"a"
+    assert c.call("TTL", "one") == 100
+
+
 def test_lmove_type_checks(c):
     c.call("SET", "str", "v")
     assert c.call("LMOVE", "missing", "str", "LEFT", "LEFT") is None

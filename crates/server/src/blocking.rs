@@ -44,6 +44,7 @@ use tokio::sync::oneshot;
 
 use crate::cmd::context::pop::{list_pop_many, zset_pop_many, Members, Pop};
 use crate::cmd::Error;
+use crate::pubsub::Notifier;
 use crate::server::{unix_ms, Server};
 
 /// What a blocked client waits to do.
@@ -105,16 +106,19 @@ impl Wait {
         locked: &mut MultiWrite,
         source: &[u8],
         limits: &Limits,
+        events: Notifier,
     ) -> Result<Option<Popped>, Error> {
         Ok(match self {
-            Wait::List(pop) => pop.apply(locked, source, limits)?.map(Popped::Element),
+            Wait::List(pop) => pop
+                .apply(locked, source, limits, events)?
+                .map(Popped::Element),
             Wait::ListMany { from, count } => {
-                list_pop_many(locked.shard(source), source, *from, *count, limits)?
-                    .map(Popped::Elements)
+                let shard = locked.shard(source);
+                list_pop_many(shard, source, *from, *count, limits, events)?.map(Popped::Elements)
             }
             Wait::ZSet { max, count } => {
-                zset_pop_many(locked.shard(source), source, count.unwrap_or(1), *max)?
-                    .map(Popped::Members)
+                let shard = locked.shard(source);
+                zset_pop_many(shard, source, count.unwrap_or(1), *max, events)?.map(Popped::Members)
             }
         })
     }
@@ -367,7 +371,11 @@ impl Blocking {
                 if !still_first {
                     continue;
                 }
-                let outcome = match waiter.wait.apply(&mut locked, &key, &limits) {
+                let events = Notifier {
+                    pubsub: &server.pubsub,
+                    db,
+                };
+                let outcome = match waiter.wait.apply(&mut locked, &key, &limits, events) {
                     Ok(Some(popped)) => Outcome::Popped {
                         key: key.clone(),
                         popped,

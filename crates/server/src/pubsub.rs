@@ -30,8 +30,14 @@
 //!
 //! Keyspace notifications (`notify-keyspace-events`) are messages keel
 //! publishes itself on `__keyspace@<db>__:<key>` and
-//! `__keyevent@<db>__:<event>`. The store reports expired and evicted keys
-//! through a hook on every path that removes them.
+//! `__keyevent@<db>__:<event>`. Commands publish theirs as Redis's
+//! `notifyKeyspaceEvent` calls do, after each change and in Redis's order
+//! (`Ctx::notify`); the store reports expired, evicted and new keys through
+//! a hook on every path that removes or creates them. When a class is off,
+//! which is the default for all, an event costs one relaxed load. An event
+//! may be published under a shard lock: publishing takes only the
+//! subscriber tables' read lock, a leaf lock (docs/threads.md), and never
+//! waits for a subscriber, so it cannot deadlock or stall the shard.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -382,12 +388,25 @@ impl PubSub {
     }
 
     /// Publishes a keyspace notification for `key` in database `db`, if
-    /// `notify-keyspace-events` asks for events of `class`.
+    /// `notify-keyspace-events` asks for events of `class`. With
+    /// notifications off (the default) this is one relaxed load, so every
+    /// write can call it.
+    #[inline]
     pub fn notify(&self, class: u64, event: &str, db: usize, key: &[u8]) {
         let flags = self.notify.load(Ordering::Relaxed);
-        if flags & class == 0 {
-            return;
+        if flags & class != 0 {
+            self.publish_key_event(flags, event, db, key);
         }
+    }
+
+    /// True when `notify-keyspace-events` asks for events of `class`.
+    #[inline]
+    pub fn notifies(&self, class: u64) -> bool {
+        self.notify.load(Ordering::Relaxed) & class != 0
+    }
+
+    #[cold]
+    fn publish_key_event(&self, flags: u64, event: &str, db: usize, key: &[u8]) {
         if flags & KeyspaceEvents::KEYSPACE != 0 {
             let mut channel = format!("__keyspace@{db}__:").into_bytes();
             channel.extend_from_slice(key);
@@ -475,6 +494,24 @@ fn leaving(subscriber: &Subscriber, message: &Message) -> bool {
         Delivery::Pattern(pattern) => client.is_leaving(Kind::Pattern, pattern),
         Delivery::Shard => client.is_leaving(Kind::Shard, &message.channel),
         Delivery::Monitor => false,
+    }
+}
+
+/// Where a write publishes its keyspace events: the server's pub/sub and
+/// the database of the keys it writes.
+#[derive(Clone, Copy)]
+pub struct Notifier<'a> {
+    /// The server's subscriptions.
+    pub pubsub: &'a PubSub,
+    /// The database the keys are in.
+    pub db: usize,
+}
+
+impl Notifier<'_> {
+    /// [`PubSub::notify`] in this notifier's database.
+    #[inline]
+    pub fn notify(&self, class: u64, event: &str, key: &[u8]) {
+        self.pubsub.notify(class, event, self.db, key);
     }
 }
 

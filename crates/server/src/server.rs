@@ -170,6 +170,7 @@ impl Server {
                 let (class, name) = match event {
                     keel_store::KeyEvent::Expired => (KeyspaceEvents::EXPIRED, "expired"),
                     keel_store::KeyEvent::Evicted => (KeyspaceEvents::EVICTED, "evicted"),
+                    keel_store::KeyEvent::New => (KeyspaceEvents::NEW, "new"),
                 };
                 pubsub.notify(class, name, db, key);
             }));
@@ -216,6 +217,8 @@ impl Server {
         self.pubsub
             .notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
+        self.store
+            .set_report_new_keys(self.pubsub.notifies(crate::pubsub::KeyspaceEvents::NEW));
         self.pubsub
             .set_limits(config.client_output_buffer_limit_pubsub);
         self.pubsub.set_monitor_limits(limits);

@@ -148,7 +148,17 @@ impl<'a> WriteShard<'a> {
     /// there. Returns the previous live entry.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
         let access = Access::new(&self.store.access, self.store.clock());
-        let entry = Entry::new(key, value, expire_at_ms, access);
+        self.insert_entry(Entry::new(key, value, expire_at_ms, access))
+    }
+
+    /// Inserts `entry`, reporting a key that did not exist as new (under
+    /// this lock, so nobody sees the report before the key).
+    fn insert_entry(&mut self, entry: Entry) -> Option<Entry> {
+        if self.store.report_new_keys.load(Ordering::Relaxed)
+            && self.guard.get(entry.key(), self.now_ms).is_none()
+        {
+            self.store.emit(KeyEvent::New, self.db, entry.key());
+        }
         self.guard.insert(entry, self.now_ms)
     }
 
@@ -158,8 +168,7 @@ impl<'a> WriteShard<'a> {
         let expire = old.expire_at_ms();
         let access = old.access().duplicate();
         let value = old.into_value();
-        self.guard
-            .insert(Entry::new(key, value, expire, access), self.now_ms)
+        self.insert_entry(Entry::new(key, value, expire, access))
     }
 
     /// Marks `flag` when `key` is next written, expired or evicted (WATCH).

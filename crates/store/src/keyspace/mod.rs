@@ -20,7 +20,7 @@
 //! - `expire`: the active expiry pass and its lag.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use foldhash::fast::RandomState;
 use parking_lot::{Mutex, RwLock};
@@ -47,13 +47,17 @@ pub use locking::{drop_unlocked, Held, ShardSet, ShardsLocked};
 /// shards held.
 pub const SHARDS_PER_DB: usize = 64;
 
-/// A key leaving the store by itself, for keyspace notifications.
+/// A key leaving the store by itself, or created, for keyspace
+/// notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KeyEvent {
     /// Its TTL ran out.
     Expired,
     /// The maxmemory policy chose it.
     Evicted,
+    /// A write created it (reported only while
+    /// [`Store::set_report_new_keys`] asks for it).
+    New,
 }
 
 /// What the store calls for each [`KeyEvent`]: event, database, key.
@@ -98,6 +102,9 @@ pub struct Store {
     evicted_keys: AtomicU64,
     lag: Mutex<LagWindow>,
     key_events: KeyEvents,
+    /// Whether inserting a missing key emits [`KeyEvent::New`]: off unless
+    /// someone listens, so an insert pays one relaxed load.
+    report_new_keys: AtomicBool,
     started: std::time::Instant,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
@@ -130,6 +137,7 @@ impl Store {
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
             key_events: KeyEvents::default(),
+            report_new_keys: AtomicBool::new(false),
             started: std::time::Instant::now(),
             access: AccessConfig::default(),
             encodings: crate::types::EncodingConfig::default(),
@@ -203,6 +211,12 @@ impl Store {
     /// Only the first hook set is kept.
     pub fn set_key_event_hook(&self, hook: KeyEventHook) {
         let _ = self.key_events.notify.set(hook);
+    }
+
+    /// Whether creating a key emits [`KeyEvent::New`] through the key
+    /// event hook (Redis's `new` keyspace notification).
+    pub fn set_report_new_keys(&self, report: bool) {
+        self.report_new_keys.store(report, Ordering::Relaxed);
     }
 
     /// Sets where expired entries that readers and writers remove go, once
@@ -419,5 +433,26 @@ mod tests {
             &[expired("active"), expired("read"), expired("written")]
         );
         assert_eq!(got[3], (KeyEvent::Evicted, 0, b"kept".to_vec()));
+    }
+
+    #[test]
+    fn creating_a_key_reports_it_new_only_when_asked() {
+        let store = Store::new(2);
+        let events = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        store.set_key_event_hook(Box::new(move |event, db, key| {
+            seen.lock().push((event, db, key.to_vec()))
+        }));
+        let zero = store.db(0, 0);
+        zero.write(b"quiet").insert(b"quiet", s("v"), None);
+        store.set_report_new_keys(true);
+        zero.write(b"k").insert(b"k", s("v"), Some(10));
+        zero.write(b"k").insert(b"k", s("replaced"), None);
+        let (mut here, mut there) = zero.write_across(1, b"k");
+        let entry = here.remove(b"k").unwrap();
+        there.insert_renamed(b"k", entry);
+        drop((here, there));
+        let new = |db, k: &str| (KeyEvent::New, db, k.as_bytes().to_vec());
+        assert_eq!(*events.lock(), [new(0, "k"), new(1, "k")]);
     }
 }

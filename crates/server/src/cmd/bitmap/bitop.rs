@@ -10,7 +10,7 @@ use keel_store::bits::{self, BitOp};
 use keel_store::size_class::allocated;
 use keel_store::{Str, Value};
 
-use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, Ctx, Error, Events, Spec, BASE};
 
 /// BITOP.
 pub const SPEC: Spec = Spec {
@@ -48,7 +48,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         let mut sources = Vec::with_capacity(keys.len());
         for key in keys {
             let entry = locked.peek(key);
-            ctx.count_lookup(entry.is_some());
+            ctx.count_lookup(key, entry.is_some());
             match entry.map(|e| e.value().as_str()) {
                 None => sources.push(Default::default()),
                 Some(Some(s)) => sources.push(s.to_bytes()),
@@ -67,8 +67,15 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     } else {
         shard.insert(destination, Value::Str(Str::Growable(result)), None)
     };
+    let deleted = len == 0 && old.is_some();
     if let Some(old) = old {
         crate::lazyfree::free(old);
+    }
+    drop(locked);
+    if len > 0 {
+        ctx.notify(Events::STRING, "set", destination);
+    } else if deleted {
+        ctx.notify(Events::GENERIC, "del", destination);
     }
     ctx.w().integer(len as i64);
     Ok(())

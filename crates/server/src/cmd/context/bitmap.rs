@@ -7,7 +7,7 @@ use keel_store::size_class::allocated;
 use keel_store::{Lookup, Str, Value};
 
 use super::edit::{edit, Edit};
-use super::{errors, is, Ctx, Error};
+use super::{errors, is, Ctx, Error, Events};
 
 /// A bit offset that is not a number, is negative, or lies past
 /// proto-max-bulk-len.
@@ -42,7 +42,7 @@ pub fn read_bits<R>(
     let db = ctx.db();
     let shard = db.read(key);
     let entry = shard.get(key);
-    ctx.count_lookup(entry.is_some());
+    ctx.count_lookup(key, entry.is_some());
     match entry.map(|e| e.value().as_str()) {
         None => read(None),
         Some(Some(s)) => read(Some(&s.to_bytes())),
@@ -57,6 +57,7 @@ pub fn read_bits<R>(
 /// says whether it changed anything. The string ends raw, as Redis's
 /// `dbUnshareStringValue` leaves it; a new one is sized exactly and an
 /// existing one grows greedily, as `sdsnewlen` and `sdsgrowzero` do.
+/// A change publishes the `setbit` keyspace event.
 pub fn write_bits<R>(
     ctx: &mut Ctx,
     key: &[u8],
@@ -66,6 +67,7 @@ pub fn write_bits<R>(
     let len = usize::try_from((last_bit >> 3) + 1).map_err(|_| Error::from(errors::OOM))?;
     let db = ctx.db();
     let mut shard = db.write(key);
+    let mut changed = false;
     let result = match shard.entry(key) {
         Lookup::Found(mut entry) => edit(&mut entry, Value::as_str_mut, |s| {
             let grown = len > s.len();
@@ -77,16 +79,23 @@ pub fn write_bits<R>(
             } else {
                 s.make_growable()
             };
-            Ok(write(bytes, grown))
+            let edit = write(bytes, grown);
+            changed = edit.is_changed();
+            Ok(edit)
         }),
         Lookup::Missing(vacant) => {
             ctx.reserve(allocated(len))?;
             let mut bytes = vec![0; len];
             let result = write(&mut bytes, true).into_result();
+            changed = true;
             vacant.insert(Value::Str(Str::Growable(bytes)), None);
             Ok(result)
         }
     };
+    drop(shard);
+    if changed {
+        ctx.notify(Events::STRING, "setbit", key);
+    }
     result
 }
 

@@ -4,17 +4,20 @@
 //! the reply shapes of the SCAN family.
 //!
 //! Handlers describe only their own work as a closure over the typed value;
-//! the lookup, the type check, the hit/miss statistics and the empty-key
-//! rule live here once.
+//! the lookup, the type check, the hit/miss statistics, the empty-key rule
+//! and the keyspace events a change publishes (the command's own, then
+//! `del` for a key emptied) live here once.
 
-use keel_store::{Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
+use keel_store::{End, Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
 
 use super::edit::edit;
 pub use super::edit::Edit;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Notifier};
 
 /// A collection type as stored in a [`Value`].
 pub trait Kind: Default {
+    /// The keyspace event class of its commands' events.
+    const CLASS: u64;
     /// The value as this type, or `None` for another type.
     fn of(value: ValueRef<'_>) -> Option<&Self>;
     /// Mutable access, or `None` for another type.
@@ -24,6 +27,7 @@ pub trait Kind: Default {
 }
 
 impl Kind for Hash {
+    const CLASS: u64 = Events::HASH;
     fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_hash()
     }
@@ -36,6 +40,7 @@ impl Kind for Hash {
 }
 
 impl Kind for Set {
+    const CLASS: u64 = Events::SET;
     fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_set()
     }
@@ -48,6 +53,7 @@ impl Kind for Set {
 }
 
 impl Kind for List {
+    const CLASS: u64 = Events::LIST;
     fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_list()
     }
@@ -60,6 +66,7 @@ impl Kind for List {
 }
 
 impl Kind for ZSet {
+    const CLASS: u64 = Events::ZSET;
     fn of(value: ValueRef<'_>) -> Option<&Self> {
         value.as_zset()
     }
@@ -85,14 +92,14 @@ pub fn read<T: Kind, R>(
     let db = ctx.db();
     let shard = db.read(key);
     let entry = shard.get(key);
-    ctx.count_lookup(entry.is_some());
+    ctx.count_lookup(key, entry.is_some());
     match entry {
         None => f(ctx, None),
         Some(e) => f(ctx, Some(T::of(e.value()).ok_or_else(wrongtype)?)),
     }
 }
 
-/// Whether [`update_in`] creates a missing key.
+/// Whether [`update_tracked`] creates a missing key.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Missing {
     /// Start from an empty collection (HSET, SADD, ...); it is stored only
@@ -102,65 +109,130 @@ pub enum Missing {
     Skip,
 }
 
+/// What [`update_tracked`] did to the key.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Outcome {
+    /// The write changed the collection (or created it).
+    pub changed: bool,
+    /// The write emptied the collection, so the key was deleted.
+    pub removed: bool,
+}
+
 /// Runs `f` on the collection at `key` in an already locked shard, creating
 /// it or not as `missing` says; deletes the key if `f` empties it. Watchers
-/// of the key are marked as `f`'s [`Edit`] says (see [`edit`]).
-pub fn update_in<T: Kind, R>(
+/// of the key are marked as `f`'s [`Edit`] says (see [`edit`]). Tells also
+/// what it did to the key, for the keyspace events the caller publishes
+/// (see [`notify`]).
+pub fn update_tracked<T: Kind, R>(
     shard: &mut WriteShard,
     key: &[u8],
     missing: Missing,
     f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
-) -> Result<Option<R>, Error> {
+) -> Result<(Option<R>, Outcome), Error> {
     match shard.entry(key) {
         Lookup::Found(mut entry) => {
-            let result = edit(&mut entry, T::of_mut, f);
-            if entry.entry().value().is_empty_collection() {
+            let mut changed = false;
+            let result = edit(&mut entry, T::of_mut, |value| {
+                let edit = f(value)?;
+                changed = edit.is_changed();
+                Ok(edit)
+            });
+            let removed = entry.entry().value().is_empty_collection();
+            if removed {
                 crate::lazyfree::free(entry.remove());
             }
-            result.map(Some)
+            result.map(|r| (Some(r), Outcome { changed, removed }))
         }
-        Lookup::Missing(_) if missing == Missing::Skip => Ok(None),
+        Lookup::Missing(_) if missing == Missing::Skip => Ok((None, Outcome::default())),
         Lookup::Missing(vacant) => {
             let mut collection = T::default();
             let result = f(&mut collection)?.into_result();
             let value = collection.into_value();
-            if !value.is_empty_collection() {
+            let created = !value.is_empty_collection();
+            if created {
                 vacant.insert(value, None);
             }
-            Ok(Some(result))
+            let outcome = Outcome {
+                changed: created,
+                removed: false,
+            };
+            Ok((Some(result), outcome))
         }
     }
 }
 
-/// [`update_in`] on the key's own shard.
+/// Publishes what a write to the collection `key` did: `event` (of `T`'s
+/// class) if it changed it, then `del` if it emptied it, as Redis's
+/// collection commands do.
+pub fn notify<T: Kind>(events: Notifier, event: &str, key: &[u8], outcome: Outcome) {
+    if outcome.changed {
+        events.notify(T::CLASS, event, key);
+    }
+    if outcome.removed {
+        events.notify(Events::GENERIC, "del", key);
+    }
+}
+
+/// The keyspace event of a list pop at `end`.
+pub fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpop",
+        End::Right => "rpop",
+    }
+}
+
+/// The keyspace event of a list push at `end`.
+pub fn push_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpush",
+        End::Right => "rpush",
+    }
+}
+
+/// [`update_tracked`] on the key's own shard, publishing `event` if `f` changed
+/// the collection (see [`notify`]).
 pub fn update<T: Kind, R>(
     ctx: &mut Ctx,
     key: &[u8],
     missing: Missing,
+    event: &str,
     f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
 ) -> Result<Option<R>, Error> {
-    let db = ctx.db();
-    let mut shard = db.write(key);
-    update_in(&mut shard, key, missing, f)
+    let (result, outcome) = {
+        let db = ctx.db();
+        let mut shard = db.write(key);
+        update_tracked(&mut shard, key, missing, f)?
+    };
+    notify::<T>(ctx.notifier(), event, key, outcome);
+    Ok(result)
 }
 
 /// Replaces `key` with `value` in a locked shard (the *STORE commands),
 /// having reserved the room it takes, or deletes it when `value` is an
-/// empty collection, as Redis does.
+/// empty collection, as Redis does; publishes `event` (class `class`) for
+/// a stored result, `del` for a key deleted.
 pub fn store_in(
     ctx: &mut Ctx,
     shard: &mut WriteShard,
     key: &[u8],
     value: Value,
+    (class, event): (u64, &str),
 ) -> Result<(), Error> {
-    let old = if value.is_empty_collection() {
-        shard.remove(key)
-    } else {
+    let stored = !value.is_empty_collection();
+    let old = if stored {
         ctx.reserve(value.heap_bytes())?;
         shard.insert(key, value, None)
+    } else {
+        shard.remove(key)
     };
+    let deleted = old.is_some();
     if let Some(old) = old {
         crate::lazyfree::free(old);
+    }
+    if stored {
+        ctx.notify(class, event, key);
+    } else if deleted {
+        ctx.notify(Events::GENERIC, "del", key);
     }
     Ok(())
 }

@@ -40,6 +40,11 @@ impl<R> Edit<R> {
         Edit { result, changed }
     }
 
+    /// Whether the write changed the value.
+    pub fn is_changed(&self) -> bool {
+        self.changed
+    }
+
     /// The write's result, for a value not stored yet (a new key is a
     /// change by itself).
     pub fn into_result(self) -> R {

@@ -9,8 +9,8 @@
 use bytes::Bytes;
 use keel_store::{End, Limits, List, MultiWrite, WriteShard, ZSet};
 
-use super::collection::{limits, update_in, Edit, Missing};
-use super::{errors, is, parse_f64, parse_i64, Ctx, Error};
+use super::collection::{limits, notify, pop_event, push_event, update_tracked, Edit, Missing};
+use super::{errors, is, parse_f64, parse_i64, Ctx, Error, Notifier};
 use crate::blocking::{write_outcome, Outcome, Wait};
 use crate::client::AfterReply;
 
@@ -44,12 +44,14 @@ impl Pop {
     /// Pops one element from `source` (and pushes it to the destination),
     /// with every key's shard locked in `locked`. `None` when the source
     /// is missing. The destination's type is checked only when the source
-    /// has an element to give, as in Redis.
+    /// has an element to give, as in Redis. Publishes the push's event on
+    /// the destination, then the pop's on the source, as Redis's LMOVE.
     pub fn apply(
         &self,
         locked: &mut MultiWrite,
         source: &[u8],
         limits: &Limits,
+        events: Notifier,
     ) -> Result<Option<Vec<u8>>, Error> {
         if let Some((dest, _)) = &self.to {
             match locked.peek(source) {
@@ -64,7 +66,10 @@ impl Pop {
                 return Err(errors::WRONGTYPE.into());
             }
         }
-        let popped = update_in(
+        if let Some((_, to)) = self.to.as_ref().filter(|(dest, _)| dest == source) {
+            return self.rotate(locked, source, *to, limits, events);
+        }
+        let (popped, popped_outcome) = update_tracked(
             locked.shard(source),
             source,
             Missing::Skip,
@@ -77,7 +82,7 @@ impl Pop {
             return Ok(None);
         };
         if let Some((dest, to)) = &self.to {
-            update_in(
+            let (_, pushed) = update_tracked(
                 locked.shard(dest),
                 dest,
                 Missing::Create,
@@ -86,8 +91,33 @@ impl Pop {
                     Ok(Edit::changed(()))
                 },
             )?;
+            notify::<List>(events, push_event(*to), dest, pushed);
         }
+        notify::<List>(events, pop_event(self.from), source, popped_outcome);
         Ok(Some(element))
+    }
+
+    /// A move within one list (RPOPLPUSH k k): the element changes ends
+    /// and the key, never empty, keeps its TTL.
+    fn rotate(
+        &self,
+        locked: &mut MultiWrite,
+        key: &[u8],
+        to: End,
+        limits: &Limits,
+        events: Notifier,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let (moved, outcome) =
+            update_tracked(locked.shard(key), key, Missing::Skip, |list: &mut List| {
+                let popped = list.pop(self.from, limits);
+                if let Some(element) = &popped {
+                    list.push(to, element, limits);
+                }
+                Ok(Edit::changed_if(popped.is_some(), popped))
+            })?;
+        notify::<List>(events, push_event(to), key, outcome);
+        notify::<List>(events, pop_event(self.from), key, outcome);
+        Ok(moved.flatten())
     }
 }
 
@@ -99,12 +129,15 @@ pub fn list_pop_many(
     from: End,
     count: usize,
     limits: &Limits,
+    events: Notifier,
 ) -> Result<Option<Vec<Vec<u8>>>, Error> {
-    update_in(shard, key, Missing::Skip, |list: &mut List| {
+    let (popped, outcome) = update_tracked(shard, key, Missing::Skip, |list: &mut List| {
         let n = count.min(list.len());
         let popped: Vec<_> = (0..n).filter_map(|_| list.pop(from, limits)).collect();
         Ok(Edit::changed_if(!popped.is_empty(), popped))
-    })
+    })?;
+    notify::<List>(events, pop_event(from), key, outcome);
+    Ok(popped)
 }
 
 /// Sorted-set members and their scores, in the order popped.
@@ -133,10 +166,14 @@ pub fn zset_pop_many(
     key: &[u8],
     count: usize,
     max: bool,
+    events: Notifier,
 ) -> Result<Option<Members>, Error> {
-    update_in(shard, key, Missing::Skip, |zset: &mut ZSet| {
+    let (popped, outcome) = update_tracked(shard, key, Missing::Skip, |zset: &mut ZSet| {
         Ok(take_members(zset, count, max))
-    })
+    })?;
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    notify::<ZSet>(events, event, key, outcome);
+    Ok(popped)
 }
 
 /// The blocking pops of the form `key [key ...] timeout`: `wait` on the
@@ -250,7 +287,7 @@ fn pop_or_wait(
     let keys: Vec<Bytes> = sources.iter().flat_map(|s| wait.keys(s)).collect();
     let mut locked = db.write_many(&keys);
     for source in sources {
-        if let Some(popped) = wait.apply(&mut locked, source, &limits)? {
+        if let Some(popped) = wait.apply(&mut locked, source, &limits, ctx.notifier())? {
             let key = source.clone();
             write_outcome(&mut ctx.w(), &wait, Some(Outcome::Popped { key, popped }));
             return Ok(());

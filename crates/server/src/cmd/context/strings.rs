@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use keel_store::{Str, Value};
 
-use super::{deadline_ms, errors, is, write_str, Ctx, Error, Unit};
+use super::{deadline_ms, errors, is, write_str, Ctx, Error, Events, Unit};
 
 /// Which command's options are being parsed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -171,14 +171,18 @@ pub fn apply(
     if (options.nx && found) || (options.xx && !found) {
         return Ok(Applied::Skipped);
     }
-    let expire = match options.ttl {
-        Ttl::Keep => existing.and_then(|e| e.expire_at_ms()),
-        _ => deadline,
+    let (expire, expire_set) = match options.ttl {
+        Ttl::Keep => (existing.and_then(|e| e.expire_at_ms()), false),
+        _ => (deadline, deadline.is_some()),
     };
     let replaced = shard.insert(key, Value::Str(Str::from_bytes(value)), expire);
     drop(shard);
     if let Some(old) = replaced {
         crate::lazyfree::free(old);
+    }
+    ctx.notify(Events::STRING, "set", key);
+    if expire_set {
+        ctx.notify(Events::GENERIC, "expire", key);
     }
     Ok(Applied::Set)
 }

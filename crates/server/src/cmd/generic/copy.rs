@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use keel_store::{Entry, Shard, Value, WriteShard};
 
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// COPY.
 pub const SPEC: Spec = Spec {
@@ -37,14 +37,16 @@ fn clone_of(ctx: &mut Ctx, entry: &Entry) -> Result<Copied, Error> {
 }
 
 /// Writes the copy at `destination` unless it exists and `replace` is
-/// off; true if written.
+/// off; true if written. As Redis, a replaced destination is deleted and
+/// then created (a `new` key event).
 fn place(shard: &mut WriteShard, destination: &[u8], copied: Copied, replace: bool) -> bool {
     if !replace && shard.peek(destination).is_some() {
         return false;
     }
-    if let Some(old) = shard.insert(destination, copied.0, copied.1) {
+    if let Some(old) = shard.remove(destination) {
         crate::lazyfree::free(old);
     }
+    shard.insert(destination, copied.0, copied.1);
     true
 }
 
@@ -74,19 +76,24 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let copied = if target_db == ctx.client.db {
         let mut locked = db.write_many(&[source, destination]);
-        match locked.peek(source).map(|e| clone_of(ctx, e)).transpose()? {
+        let entry = locked.peek(source);
+        ctx.count_lookup(source, entry.is_some());
+        match entry.map(|e| clone_of(ctx, e)).transpose()? {
             Some(copied) => place(locked.shard(destination), destination, copied, replace),
             None => false,
         }
     } else {
-        let copied = db
-            .read(source)
-            .peek(source)
-            .map(|e| clone_of(ctx, e))
-            .transpose()?;
+        let shard = db.read(source);
+        let entry = shard.peek(source);
+        ctx.count_lookup(source, entry.is_some());
+        let copied = entry.map(|e| clone_of(ctx, e)).transpose()?;
+        drop(shard);
         let target = ctx.server.store.db(target_db, ctx.now_ms);
         copied.is_some_and(|c| place(&mut target.write(destination), destination, c, replace))
     };
+    if copied {
+        ctx.notify_in(target_db, Events::GENERIC, "copy_to", destination);
+    }
     ctx.w().integer(copied as i64);
     Ok(())
 }

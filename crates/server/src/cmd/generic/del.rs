@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 use crate::lazyfree::Cause;
 
 /// DEL.
@@ -44,6 +44,7 @@ fn remove_keys(ctx: &mut Ctx, args: &[Bytes], cause: Cause) -> Result<(), Error>
         if let Some(entry) = entry {
             removed += 1;
             crate::lazyfree::free_as(cause, entry);
+            ctx.notify(Events::GENERIC, "del", key);
         }
     }
     ctx.w().integer(removed);

@@ -45,7 +45,7 @@ fn count_existing(ctx: &mut Ctx, args: &[Bytes], record_access: bool) -> Result<
             true => shard.get(key).is_some(),
             false => shard.peek(key).is_some(),
         };
-        ctx.count_lookup(found);
+        ctx.count_lookup(key, found);
         count += found as i64;
     }
     ctx.w().integer(count);

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use keel_store::Shard;
 
-use crate::cmd::context::{deadline_ms, is, Ctx, Error, Spec, Unit, BASE};
+use crate::cmd::context::{deadline_ms, is, Ctx, Error, Events, Spec, Unit, BASE};
 
 const fn spec(
     name: &'static str,
@@ -123,12 +123,15 @@ fn expire(
         ctx.w().integer(0);
         return Ok(());
     }
-    if when <= ctx.now_ms as i64 {
+    let event = if when <= ctx.now_ms as i64 {
         crate::lazyfree::free_expired(entry.remove());
+        "del"
     } else {
         ctx.reserve(Shard::deadline_growth(entry.entry()))?;
         entry.set_expire_at_ms(Some(when as u64));
-    }
+        "expire"
+    };
+    ctx.notify(Events::GENERIC, event, key);
     ctx.w().integer(1);
     Ok(())
 }

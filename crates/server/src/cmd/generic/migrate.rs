@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::cmd::context::serialized::dump_payload;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// MIGRATE.
 pub const SPEC: Spec = Spec {
@@ -179,6 +179,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         for key in restored {
             if let Some(old) = db.write(key).remove(key) {
                 crate::lazyfree::free(old);
+                ctx.notify(Events::GENERIC, "del", key);
             }
         }
     }
@@ -203,7 +204,7 @@ fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Vec<Outgoing<'a>> {
     for key in keys {
         let shard = db.read(key);
         let entry = shard.get(key);
-        ctx.count_lookup(entry.is_some());
+        ctx.count_lookup(key, entry.is_some());
         let Some(entry) = entry else {
             continue;
         };

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// MOVE.
 pub const SPEC: Spec = Spec {
@@ -50,6 +50,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             false => false,
         }
     };
+    if moved {
+        ctx.notify(Events::GENERIC, "move_from", key);
+        ctx.notify_in(target, Events::GENERIC, "move_to", key);
+    }
     if moved && ctx.server.blocking.blocked() > 0 {
         ctx.client.ready.push((target, key.clone()));
     }

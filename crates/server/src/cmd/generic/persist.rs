@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
 /// PERSIST.
 pub const SPEC: Spec = Spec {
@@ -27,6 +27,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         }
         _ => false,
     };
+    if had_ttl {
+        ctx.notify(Events::GENERIC, "persist", &args[1]);
+    }
     ctx.w().integer(had_ttl as i64);
     Ok(())
 }

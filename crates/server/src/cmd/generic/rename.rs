@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{errors, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, Ctx, Error, Events, Spec, BASE};
 
 /// RENAME.
 pub const RENAME: Spec = Spec {
@@ -51,10 +51,15 @@ fn rename(ctx: &mut Ctx, args: &[Bytes], only_if_new: bool) -> Result<(), Error>
         .shard(from)
         .remove(from)
         .expect("checked above under the same lock");
-    let replaced = locked.shard(to).insert_renamed(to, entry);
-    if let Some(old) = replaced {
+    // As Redis, the destination is deleted and then created, which is a
+    // `new` key event.
+    if let Some(old) = locked.shard(to).remove(to) {
         crate::lazyfree::free(old);
     }
+    locked.shard(to).insert_renamed(to, entry);
+    drop(locked);
+    ctx.notify(Events::GENERIC, "rename_from", from);
+    ctx.notify(Events::GENERIC, "rename_to", to);
     match only_if_new {
         true => ctx.w().integer(1),
         false => ctx.w().ok(),

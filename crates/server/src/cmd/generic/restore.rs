@@ -13,7 +13,7 @@
 use bytes::Bytes;
 
 use crate::cmd::context::serialized::restore_payload;
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// RESTORE.
 pub const RESTORE: Spec = Spec {
@@ -109,6 +109,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         if options.replace {
             if let Some(old) = shard.remove(key) {
                 crate::lazyfree::free(old);
+                ctx.notify(Events::GENERIC, "del", key);
             }
         }
         ctx.w().ok();
@@ -117,9 +118,12 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     // Dispatch reserved the arguments; the value may take more than its
     // payload (a compressed string, small elements each of their own).
     ctx.reserve(value.heap_bytes().saturating_sub(args[3].len()))?;
-    if let Some(old) = shard.insert(key, value, deadline.map(|at| at as u64)) {
+    // As Redis, a replaced key is deleted and then created (a `new` key
+    // event).
+    if let Some(old) = shard.remove(key) {
         crate::lazyfree::free(old);
     }
+    shard.insert(key, value, deadline.map(|at| at as u64));
     let store = &ctx.server.store;
     if let Some(entry) = shard.peek(key) {
         entry.access().restore(
@@ -130,6 +134,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         );
     }
     drop(shard);
+    ctx.notify(Events::GENERIC, "restore", key);
     ctx.w().ok();
     Ok(())
 }

@@ -61,7 +61,9 @@ pub const PEXPIRETIME: Spec = spec(
 fn reply(ctx: &mut Ctx, args: &[Bytes], show: fn(u64, u64) -> u64) -> Result<(), Error> {
     let db = ctx.db();
     let shard = db.read(&args[1]);
-    let n = match shard.peek(&args[1]) {
+    let entry = shard.peek(&args[1]);
+    ctx.count_lookup(&args[1], entry.is_some());
+    let n = match entry {
         None => -2,
         Some(e) => e
             .expire_at_ms()

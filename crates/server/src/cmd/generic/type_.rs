@@ -19,9 +19,9 @@ pub const SPEC: Spec = Spec {
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let shard = db.read(&args[1]);
-    let name = shard
-        .peek(&args[1])
-        .map_or("none", |e| e.value().type_name());
+    let entry = shard.peek(&args[1]);
+    ctx.count_lookup(&args[1], entry.is_some());
+    let name = entry.map_or("none", |e| e.value().type_name());
     ctx.w().simple(name);
     Ok(())
 }

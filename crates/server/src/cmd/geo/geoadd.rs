@@ -54,7 +54,7 @@ fn run(ctx: &mut Ctx, args: &[bytes::Bytes]) -> Result<(), Error> {
         Missing::Create
     };
     let (mut added, mut moved) = (0, 0);
-    update(ctx, &args[1], missing, |zset: &mut ZSet| {
+    update(ctx, &args[1], missing, "zadd", |zset: &mut ZSet| {
         for &(score, member) in &points {
             match zset.score(member) {
                 None if !flags.xx => {

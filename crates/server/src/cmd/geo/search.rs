@@ -23,7 +23,7 @@ use crate::cmd::context::collection::{limits, read, store_in};
 use crate::cmd::context::geo::{
     parse_length, parse_point, parse_unit, write_coordinate, write_distance,
 };
-use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Handler, Spec, BASE};
+use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Handler, Spec, BASE};
 
 /// Which command is running.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -346,7 +346,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes], form: Form, read_only: bool) -> Result<(),
     keys.push(source.clone());
     let mut locked = db.write_many(&keys);
     let entry = locked.peek(source);
-    ctx.count_lookup(entry.is_some());
+    ctx.count_lookup(source, entry.is_some());
     let zset = match entry {
         None => None,
         Some(entry) => Some(entry.value().as_zset().ok_or(errors::WRONGTYPE)?),
@@ -370,7 +370,17 @@ fn run(ctx: &mut Ctx, args: &[Bytes], form: Form, read_only: bool) -> Result<(),
     }
     let len = result.len();
     let value = Value::ZSet(Box::new(result));
-    store_in(ctx, locked.shard(&store.key), &store.key, value)?;
+    let event = match form {
+        Form::SearchStore => "geosearchstore",
+        _ => "georadiusstore",
+    };
+    store_in(
+        ctx,
+        locked.shard(&store.key),
+        &store.key,
+        value,
+        (Events::ZSET, event),
+    )?;
     ctx.w().integer(len as i64);
     Ok(())
 }

@@ -17,7 +17,7 @@ pub const SPEC: Spec = Spec {
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields to be removed.",
     run: |ctx, args| {
-        let removed = update(ctx, &args[1], Missing::Skip, |hash: &mut Hash| {
+        let removed = update(ctx, &args[1], Missing::Skip, "hdel", |hash: &mut Hash| {
             Ok(Edit::count(
                 args[2..].iter().filter(|f| hash.remove(f)).count(),
             ))

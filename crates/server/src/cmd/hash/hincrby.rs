@@ -20,7 +20,7 @@ pub const HINCRBY: Spec = Spec {
     run: |ctx, args| {
         let by = parse_i64(&args[3])?;
         let limits = limits(ctx);
-        let next = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
+        let next = update(ctx, &args[1], Missing::Create, "hincrby", |hash: &mut Hash| {
             let current = match hash.get(&args[2]) {
                 None => 0,
                 Some(v) => parse_canonical_i64(v).ok_or(Error::from("ERR hash value is not an integer"))?,
@@ -43,7 +43,7 @@ pub const HINCRBYFLOAT: Spec = Spec {
     run: |ctx, args| {
         crate::cmd::context::long_double::check_hash_increment(&args[3])?;
         let limits = limits(ctx);
-        let text = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
+        let text = update(ctx, &args[1], Missing::Create, "hincrbyfloat", |hash: &mut Hash| {
             let current = hash.get(&args[2]).unwrap_or(b"0");
             let text = hash_increment(current, &args[3])?;
             hash.set(&args[2], text.as_bytes(), &limits);

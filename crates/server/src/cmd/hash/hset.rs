@@ -61,7 +61,7 @@ pub const HSETNX: Spec = Spec {
         "Sets the value of a field in a hash only when the field doesn't exist.",
         |ctx, args| {
             let limits = limits(ctx);
-            let added = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
+            let added = update(ctx, &args[1], Missing::Create, "hset", |hash: &mut Hash| {
                 let added = hash.get(&args[2]).is_none() && hash.set(&args[2], &args[3], &limits);
                 Ok(Edit::changed_if(added, added))
             })?;
@@ -77,7 +77,7 @@ fn set_pairs(ctx: &mut Ctx, args: &[Bytes], name: &str) -> Result<usize, Error> 
         return Err(format!("ERR wrong number of arguments for '{name}' command").into());
     }
     let limits = limits(ctx);
-    let added = update(ctx, &args[1], Missing::Create, |hash: &mut Hash| {
+    let added = update(ctx, &args[1], Missing::Create, "hset", |hash: &mut Hash| {
         Ok(Edit::changed(
             args[2..]
                 .chunks(2)

@@ -8,7 +8,7 @@ use keel_store::{Lookup, Str, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::hll::{bytes_of, invalid, new_value, replace};
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
 /// PFADD.
 pub const SPEC: Spec = Spec {
@@ -46,6 +46,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             true
         }
     };
+    if updated {
+        ctx.notify(Events::STRING, "pfadd", key);
+    }
     ctx.w().integer(updated as i64);
     Ok(())
 }

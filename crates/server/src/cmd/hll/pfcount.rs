@@ -44,10 +44,10 @@ fn count_one(ctx: &mut Ctx, key: &[u8]) -> Result<u64, Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let Lookup::Found(mut entry) = shard.entry(key) else {
-        ctx.count_lookup(false);
+        ctx.count_lookup(key, false);
         return Ok(0);
     };
-    ctx.count_lookup(true);
+    ctx.count_lookup(key, true);
     let (bytes, _) = bytes_of(entry.entry().value())?;
     if let Some(cached) = hll::cached_count(&bytes) {
         return Ok(cached);
@@ -67,7 +67,7 @@ fn count_union(ctx: &mut Ctx, keys: &[Bytes]) -> Result<u64, Error> {
     let mut max = Box::new([0u8; hll::REGISTERS]);
     for key in keys {
         let entry = shards.get(key);
-        ctx.count_lookup(entry.is_some());
+        ctx.count_lookup(key, entry.is_some());
         if let Some(entry) = entry {
             let (bytes, _) = bytes_of(entry.value())?;
             hll::merge_into(&mut max, &bytes).map_err(invalid)?;

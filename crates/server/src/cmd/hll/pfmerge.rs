@@ -8,7 +8,7 @@ use keel_store::{Lookup, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::hll::{bytes_of, invalid, new_value, replace};
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
 /// PFMERGE.
 pub const SPEC: Spec = Spec {
@@ -35,7 +35,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut use_dense = false;
     for key in keys {
         let entry = locked.peek(key);
-        ctx.count_lookup(entry.is_some());
+        ctx.count_lookup(key, entry.is_some());
         if let Some(entry) = entry {
             let (bytes, encoding) = bytes_of(entry.value())?;
             use_dense |= encoding == hll::Encoding::Dense;
@@ -65,6 +65,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             vacant.insert(new_value(ctx, merged)?, None);
         }
     }
+    ctx.notify(Events::STRING, "pfadd", destination);
     ctx.w().ok();
     Ok(())
 }

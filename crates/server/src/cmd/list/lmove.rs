@@ -49,7 +49,8 @@ pub const RPOPLPUSH: Spec = Spec {
 fn reply_moved(ctx: &mut Ctx, source: &Bytes, pop: &Pop) -> Result<(), Error> {
     let limits = limits(ctx);
     let db = ctx.db();
-    let moved = pop.apply(&mut db.write_many(&pop.keys(source)), source, &limits)?;
+    let mut locked = db.write_many(&pop.keys(source));
+    let moved = pop.apply(&mut locked, source, &limits, ctx.notifier())?;
     match moved {
         Some(element) => ctx.w().bulk(&element),
         None => ctx.w().null(),

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use keel_store::{End, List};
 
-use crate::cmd::context::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{limits, pop_event, update, Edit, Missing};
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(
@@ -52,11 +52,17 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], end: End, name: &str) -> Result<(), Error>
         _ => return Err(crate::cmd::context::wrong_arity(name)),
     };
     let limits = limits(ctx);
-    let popped = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
-        let n = count.unwrap_or(1).min(list.len());
-        let popped: Vec<_> = (0..n).filter_map(|_| list.pop(end, &limits)).collect();
-        Ok(Edit::changed_if(!popped.is_empty(), popped))
-    })?;
+    let popped = update(
+        ctx,
+        &args[1],
+        Missing::Skip,
+        pop_event(end),
+        |list: &mut List| {
+            let n = count.unwrap_or(1).min(list.len());
+            let popped: Vec<_> = (0..n).filter_map(|_| list.pop(end, &limits)).collect();
+            Ok(Edit::changed_if(!popped.is_empty(), popped))
+        },
+    )?;
     let mut w = ctx.w();
     match (count, popped) {
         (None, Some(elements)) => w.bulk(&elements[0]),

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use keel_store::{End, List};
 
-use crate::cmd::context::collection::{limits, update, Edit, Missing};
+use crate::cmd::context::collection::{limits, push_event, update, Edit, Missing};
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(
@@ -63,10 +63,16 @@ pub const RPUSHX: Spec = Spec {
 /// for an X form on a missing key).
 fn push(ctx: &mut Ctx, args: &[Bytes], end: End, missing: Missing) -> Result<(), Error> {
     let limits = limits(ctx);
-    let len = update(ctx, &args[1], missing, |list: &mut List| {
-        args[2..].iter().for_each(|e| list.push(end, e, &limits));
-        Ok(Edit::changed(list.len()))
-    })?;
+    let len = update(
+        ctx,
+        &args[1],
+        missing,
+        push_event(end),
+        |list: &mut List| {
+            args[2..].iter().for_each(|e| list.push(end, e, &limits));
+            Ok(Edit::changed(list.len()))
+        },
+    )?;
     ctx.w().integer(len.unwrap_or(0) as i64);
     Ok(())
 }

@@ -36,7 +36,7 @@ pub const LSET: Spec = Spec {
         |ctx, args| {
             let limits = limits(ctx);
             // As in Redis, the key's type is checked before the index.
-            let set = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
+            let set = update(ctx, &args[1], Missing::Skip, "lset", |list: &mut List| {
                 let index = parse_i64(&args[2])?;
                 let at = position(list.len(), index).ok_or("ERR index out of range")?;
                 list.set(at, &args[3], &limits);
@@ -65,7 +65,7 @@ pub const LINSERT: Spec = Spec {
                 _ => return Err(errors::SYNTAX.into()),
             };
             let limits = limits(ctx);
-            let len = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
+            let len = update(ctx, &args[1], Missing::Skip, "linsert", |list: &mut List| {
                 let Some(pivot) = list.iter().position(|e| e == &args[3][..]) else {
                     return Ok(Edit::unchanged(-1));
                 };
@@ -88,7 +88,7 @@ pub const LREM: Spec = Spec {
         |ctx, args| {
             let count = parse_i64(&args[2])?;
             let limits = limits(ctx);
-            let removed = update(ctx, &args[1], Missing::Skip, |list: &mut List| {
+            let removed = update(ctx, &args[1], Missing::Skip, "lrem", |list: &mut List| {
                 // The indexes of the matches to remove: the first `count`
                 // from the head, the last `-count` from the tail, or all.
                 let element = &args[3][..];
@@ -133,7 +133,7 @@ pub const LTRIM: Spec = Spec {
         |ctx, args| {
             let (start, stop) = (parse_i64(&args[2])?, parse_i64(&args[3])?);
             let limits = limits(ctx);
-            update(ctx, &args[1], Missing::Skip, |list: &mut List| {
+            update(ctx, &args[1], Missing::Skip, "ltrim", |list: &mut List| {
                 let keep = range(list.len(), start, stop);
                 // Redis signals LTRIM even when it keeps every element.
                 Ok(Edit::changed(

@@ -17,7 +17,7 @@ pub const SADD: Spec = Spec {
     complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     run: |ctx, args| {
         let limits = limits(ctx);
-        let added = update(ctx, &args[1], Missing::Create, |set: &mut Set| {
+        let added = update(ctx, &args[1], Missing::Create, "sadd", |set: &mut Set| {
             Ok(Edit::count(
                 args[2..].iter().filter(|m| set.insert(m, &limits)).count(),
             ))
@@ -36,7 +36,7 @@ pub const SREM: Spec = Spec {
         "Removes one or more members from a set. Deletes the set if the last member was removed.",
     complexity: "O(N) where N is the number of members to be removed.",
     run: |ctx, args| {
-        let removed = update(ctx, &args[1], Missing::Skip, |set: &mut Set| {
+        let removed = update(ctx, &args[1], Missing::Skip, "srem", |set: &mut Set| {
             Ok(Edit::count(
                 args[2..].iter().filter(|m| set.remove(m)).count(),
             ))

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use keel_store::{Entry, Limits, Set, Value};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Events, Lookups, Spec, BASE};
 
 /// Which combination.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,17 @@ enum Op {
     Inter,
     Union,
     Diff,
+}
+
+impl Op {
+    /// The keyspace event of the *STORE command.
+    fn store_event(self) -> &'static str {
+        match self {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        }
+    }
 }
 
 const fn read_spec(
@@ -108,12 +119,17 @@ pub const SINTERCARD: Spec = Spec {
 /// The sets at `keys` (`None` for a missing key), or WRONGTYPE.
 fn sets_at<'e>(
     keys: &[Bytes],
+    lookups: Lookups,
     lookup: impl Fn(&[u8]) -> Option<&'e Entry>,
 ) -> Result<Vec<Option<&'e Set>>, Error> {
     keys.iter()
-        .map(|k| match lookup(k) {
-            None => Ok(None),
-            Some(e) => e.value().as_set().map(Some).ok_or(errors::WRONGTYPE.into()),
+        .map(|k| {
+            let entry = lookup(k);
+            lookups.count(k, entry.is_some());
+            match entry {
+                None => Ok(None),
+                Some(e) => e.value().as_set().map(Some).ok_or(errors::WRONGTYPE.into()),
+            }
         })
         .collect()
 }
@@ -160,7 +176,7 @@ fn reply_members(ctx: &mut Ctx, keys: &[Bytes], op: Op) -> Result<(), Error> {
     let limits = limits(ctx);
     let db = ctx.db();
     let shards = db.read_many(keys);
-    let sets = sets_at(keys, |k| shards.get(k))?;
+    let sets = sets_at(keys, ctx.lookups(), |k| shards.get(k))?;
     let result = combine(op, &sets, &limits, usize::MAX);
     let mut w = ctx.w();
     w.set(result.len());
@@ -174,7 +190,7 @@ fn store(ctx: &mut Ctx, args: &[Bytes], op: Op) -> Result<(), Error> {
     let db = ctx.db();
     let mut locked = db.write_many(&args[1..]);
     let result = {
-        let sets = sets_at(keys, |k| locked.peek(k))?;
+        let sets = sets_at(keys, ctx.lookups(), |k| locked.peek(k))?;
         combine(op, &sets, &limits, usize::MAX)
     };
     let len = result.len();
@@ -183,6 +199,7 @@ fn store(ctx: &mut Ctx, args: &[Bytes], op: Op) -> Result<(), Error> {
         locked.shard(destination),
         destination,
         Value::Set(Box::new(result)),
+        (Events::SET, op.store_event()),
     )?;
     ctx.w().integer(len as i64);
     Ok(())
@@ -214,7 +231,7 @@ fn intercard(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let limits = limits(ctx);
     let db = ctx.db();
     let shards = db.read_many(keys);
-    let sets = sets_at(keys, |k| shards.get(k))?;
+    let sets = sets_at(keys, ctx.lookups(), |k| shards.get(k))?;
     let limit = if limit == 0 { usize::MAX } else { limit };
     let result = combine(Op::Inter, &sets, &limits, limit);
     ctx.w().integer(result.len() as i64);

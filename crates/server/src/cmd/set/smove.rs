@@ -3,7 +3,7 @@
 
 use keel_store::Set;
 
-use crate::cmd::context::collection::{limits, update_in, Edit, Missing};
+use crate::cmd::context::collection::{limits, notify, update_tracked, Edit, Missing};
 use crate::cmd::context::{errors, Spec, BASE};
 
 /// SMOVE.
@@ -39,7 +39,7 @@ pub const SPEC: Spec = Spec {
                 &args[2..],
             ))?;
         }
-        let removed = update_in(
+        let (removed, source_outcome) = update_tracked(
             locked.shard(source),
             source,
             Missing::Skip,
@@ -48,8 +48,9 @@ pub const SPEC: Spec = Spec {
                 Ok(Edit::changed_if(removed, removed))
             },
         )?;
+        notify::<Set>(ctx.notifier(), "srem", source, source_outcome);
         if removed == Some(true) {
-            update_in(
+            let (_, added) = update_tracked(
                 locked.shard(destination),
                 destination,
                 Missing::Create,
@@ -58,6 +59,7 @@ pub const SPEC: Spec = Spec {
                     Ok(Edit::changed_if(added, ()))
                 },
             )?;
+            notify::<Set>(ctx.notifier(), "sadd", destination, added);
         }
         ctx.w().integer(i64::from(removed == Some(true)));
         Ok(())

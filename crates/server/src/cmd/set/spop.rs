@@ -31,7 +31,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         _ => return Err(errors::SYNTAX.into()),
     };
     let mut rng = rand::thread_rng();
-    let popped = update(ctx, &args[1], Missing::Skip, |set: &mut Set| {
+    let popped = update(ctx, &args[1], Missing::Skip, "spop", |set: &mut Set| {
         let n = count.unwrap_or(1).min(set.len() as u64);
         let popped: Vec<_> = (0..n).filter_map(|_| set.pop_random(&mut rng)).collect();
         Ok(Edit::changed_if(!popped.is_empty(), popped))

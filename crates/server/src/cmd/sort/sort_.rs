@@ -31,7 +31,9 @@ use bytes::Bytes;
 use keel_store::{End, Entry, List, Value, ValueRef};
 
 use crate::cmd::context::collection::{limits, store_in};
-use crate::cmd::context::{errors, is, keys, parse_i64, write_each, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{
+    errors, is, keys, parse_i64, write_each, Ctx, Error, Events, Spec, BASE,
+};
 
 /// SORT.
 pub const SORT: Spec = Spec {
@@ -405,7 +407,7 @@ fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
     let source = &args[1];
     convert_sorted_set(ctx, source)?;
     let reads_keys = (!o.dont_sort && o.by.is_some()) || o.gets.iter().any(Pattern::reads_keys);
-    let (db, server) = (ctx.db(), ctx.server);
+    let (db, lookups) = (ctx.db(), ctx.lookups());
     let Some(destination) = o.store else {
         let shards = if reads_keys {
             db.read_all()
@@ -414,7 +416,7 @@ fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
         };
         let lookup = |key: &[u8]| {
             let entry = shards.get(key);
-            server.stats.count_lookup(entry.is_some());
+            lookups.count(key, entry.is_some());
             entry
         };
         let selected = select(sortable(lookup(source))?, &o, &lookup)?;
@@ -445,7 +447,7 @@ fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
     {
         let lookup = |key: &[u8]| locked.peek(key);
         let entry = lookup(source);
-        server.stats.count_lookup(entry.is_some());
+        lookups.count(source, entry.is_some());
         for element in select(sortable(entry)?, &o, &lookup)? {
             if o.gets.is_empty() {
                 list.push(End::Right, &element, &limits);
@@ -462,6 +464,7 @@ fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
         locked.shard(destination),
         destination,
         Value::List(list),
+        (Events::LIST, "sortstore"),
     )?;
     ctx.w().integer(stored as i64);
     Ok(())

@@ -6,7 +6,7 @@ use keel_store::{Lookup, Str, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::strings::check_length;
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
 /// APPEND.
 pub const SPEC: Spec = Spec {
@@ -44,6 +44,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             tail.len()
         }
     };
+    ctx.notify(Events::STRING, "append", key);
     ctx.w().integer(len as i64);
     Ok(())
 }

@@ -22,7 +22,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let shard = db.read(key);
     let entry = shard.get(key);
-    ctx.count_lookup(entry.is_some());
+    ctx.count_lookup(key, entry.is_some());
     match entry.map(|e| e.value().as_str()) {
         None => ctx.w().null(),
         Some(Some(s)) => write_str(&mut ctx.w(), s),

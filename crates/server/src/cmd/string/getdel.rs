@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, write_str, Ctx, Error, Events, Spec, BASE};
 
 /// GETDEL.
 pub const SPEC: Spec = Spec {
@@ -23,15 +23,16 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let Some(entry) = shard.get_mut(key) else {
-        ctx.count_lookup(false);
+        ctx.count_lookup(key, false);
         ctx.w().null();
         return Ok(());
     };
-    ctx.count_lookup(true);
+    ctx.count_lookup(key, true);
     let Some(s) = entry.entry().value().as_str() else {
         return Err(errors::WRONGTYPE.into());
     };
     write_str(&mut ctx.w(), s);
     entry.remove();
+    ctx.notify(Events::GENERIC, "del", key);
     Ok(())
 }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_store::Shard;
 
 use crate::cmd::context::strings::{option_deadline, parse_options, Kind, Ttl};
-use crate::cmd::context::{errors, write_str, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, write_str, Ctx, Error, Events, Spec, BASE};
 
 /// GETEX.
 pub const SPEC: Spec = Spec {
@@ -27,11 +27,11 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let Some(mut entry) = shard.get_mut(key) else {
-        ctx.count_lookup(false);
+        ctx.count_lookup(key, false);
         ctx.w().null();
         return Ok(());
     };
-    ctx.count_lookup(true);
+    ctx.count_lookup(key, true);
     let Some(s) = entry.entry().value().as_str() else {
         return Err(errors::WRONGTYPE.into());
     };
@@ -42,15 +42,21 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         ctx.reserve(Shard::deadline_growth(entry.entry()))?;
     }
     write_str(&mut ctx.w(), s);
-    match (options.ttl, deadline) {
+    let event = match (options.ttl, deadline) {
         (_, Some(at)) if at <= ctx.now_ms => {
             entry.remove();
+            "del"
         }
-        (_, Some(at)) => entry.set_expire_at_ms(Some(at)),
+        (_, Some(at)) => {
+            entry.set_expire_at_ms(Some(at));
+            "expire"
+        }
         (Ttl::Persist, None) if entry.entry().expire_at_ms().is_some() => {
-            entry.set_expire_at_ms(None)
+            entry.set_expire_at_ms(None);
+            "persist"
         }
-        _ => {}
-    }
+        _ => return Ok(()),
+    };
+    ctx.notify(Events::GENERIC, event, key);
     Ok(())
 }

@@ -35,7 +35,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let shard = db.read(&args[1]);
     let entry = shard.get(&args[1]);
-    ctx.count_lookup(entry.is_some());
+    ctx.count_lookup(&args[1], entry.is_some());
     let s = match entry.map(|e| e.value().as_str()) {
         None => {
             ctx.w().bulk(b"");

@@ -4,7 +4,7 @@
 use keel_store::{Lookup, Str, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
-use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 const fn spec(
     name: &'static str,
@@ -75,6 +75,7 @@ fn add(ctx: &mut Ctx, key: &[u8], by: i64) -> Result<(), Error> {
             by
         }
     };
+    ctx.notify(Events::STRING, "incrby", key);
     ctx.w().integer(result);
     Ok(())
 }

@@ -78,12 +78,16 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let (a, b) = {
         let db = ctx.db();
         let shards = db.read_many(&args[1..3]);
-        let string = |key: &[u8]| match shards.get(key).map(|e| e.value().as_str()) {
-            None => Ok(Vec::new()),
-            Some(Some(s)) => Ok(s.to_bytes().into_owned()),
-            Some(None) => Err(Error::from(
-                "ERR The specified keys must contain string values",
-            )),
+        let string = |key: &[u8]| {
+            let entry = shards.get(key);
+            ctx.count_lookup(key, entry.is_some());
+            match entry.map(|e| e.value().as_str()) {
+                None => Ok(Vec::new()),
+                Some(Some(s)) => Ok(s.to_bytes().into_owned()),
+                Some(None) => Err(Error::from(
+                    "ERR The specified keys must contain string values",
+                )),
+            }
         };
         (string(&args[1])?, string(&args[2])?)
     };

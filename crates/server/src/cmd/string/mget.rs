@@ -26,7 +26,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let shards = db.read_many(keys);
     for key in keys {
         let entry = shards.get(key);
-        ctx.count_lookup(entry.is_some());
+        ctx.count_lookup(key, entry.is_some());
         match entry.and_then(|e| e.value().as_str()) {
             Some(s) => write_str(&mut ctx.w(), s),
             None => ctx.w().null(),

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use keel_store::{Entry, Str, Value};
 
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
 /// MSET.
 pub const MSET: Spec = Spec {
@@ -73,9 +73,11 @@ fn set_all(ctx: &mut Ctx, args: &[Bytes], only_if_none_exist: bool) -> Result<bo
     let replaced: Vec<Entry> = pairs
         .into_iter()
         .filter_map(|(key, value)| {
-            locked
+            let replaced = locked
                 .shard(key)
-                .insert(key, Value::Str(Str::from_bytes(value)), None)
+                .insert(key, Value::Str(Str::from_bytes(value)), None);
+            ctx.notify(Events::STRING, "set", key);
+            replaced
         })
         .collect();
     drop(locked);

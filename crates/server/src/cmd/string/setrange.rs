@@ -6,7 +6,7 @@ use keel_store::{Lookup, Str, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::strings::check_length;
-use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{parse_i64, Ctx, Error, Events, Spec, BASE};
 
 /// SETRANGE.
 pub const SPEC: Spec = Spec {
@@ -50,6 +50,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             len
         }
     };
+    if !value.is_empty() {
+        ctx.notify(Events::STRING, "setrange", key);
+    }
     ctx.w().integer(len as i64);
     Ok(())
 }

@@ -21,7 +21,9 @@ pub const SPEC: Spec = Spec {
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let shard = db.read(&args[1]);
-    let len = match shard.get(&args[1]).map(|e| e.value().as_str()) {
+    let entry = shard.get(&args[1]);
+    ctx.count_lookup(&args[1], entry.is_some());
+    let len = match entry.map(|e| e.value().as_str()) {
         None => 0,
         Some(Some(s)) => s.len(),
         Some(None) => return Err(errors::WRONGTYPE.into()),

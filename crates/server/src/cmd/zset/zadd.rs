@@ -77,23 +77,29 @@ fn add(ctx: &mut Ctx, key: &[u8], pairs: &[Bytes], flags: Flags) -> Result<(), E
         Missing::Create
     };
     let (mut changed, mut added, mut last) = (0, 0, None);
-    update(ctx, key, missing, |zset: &mut ZSet| {
-        for (score, member) in scores.iter().zip(pairs.iter().skip(1).step_by(2)) {
-            last = match add_one(zset, member, *score, flags, &limits)? {
-                Outcome::Added(s) => {
-                    added += 1;
-                    changed += 1;
-                    Some(s)
-                }
-                Outcome::Updated(s) => {
-                    changed += 1;
-                    Some(s)
-                }
-                Outcome::Kept(s) => s,
-            };
-        }
-        Ok(Edit::changed_if(changed > 0, ()))
-    })?;
+    update(
+        ctx,
+        key,
+        missing,
+        if flags.incr { "zincr" } else { "zadd" },
+        |zset: &mut ZSet| {
+            for (score, member) in scores.iter().zip(pairs.iter().skip(1).step_by(2)) {
+                last = match add_one(zset, member, *score, flags, &limits)? {
+                    Outcome::Added(s) => {
+                        added += 1;
+                        changed += 1;
+                        Some(s)
+                    }
+                    Outcome::Updated(s) => {
+                        changed += 1;
+                        Some(s)
+                    }
+                    Outcome::Kept(s) => s,
+                };
+            }
+            Ok(Edit::changed_if(changed > 0, ()))
+        },
+    )?;
     let mut w = ctx.w();
     match (flags.incr, last) {
         (true, Some(score)) => w.double(score),
@@ -178,7 +184,7 @@ pub const ZREM: Spec = Spec {
     summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     run: |ctx, args| {
-        let removed = update(ctx, &args[1], Missing::Skip, |zset: &mut ZSet| {
+        let removed = update(ctx, &args[1], Missing::Skip, "zrem", |zset: &mut ZSet| {
             Ok(Edit::count(
                 args[2..].iter().filter(|m| zset.remove(m)).count(),
             ))

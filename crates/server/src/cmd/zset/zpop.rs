@@ -24,9 +24,13 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Result<(), Error> {
                 .ok_or("ERR value is out of range, must be positive")?,
         ),
     };
-    let popped = update(ctx, &args[1], Missing::Skip, |zset: &mut ZSet| {
-        Ok(take_members(zset, count.unwrap_or(1), max))
-    })?
+    let popped = update(
+        ctx,
+        &args[1],
+        Missing::Skip,
+        if max { "zpopmax" } else { "zpopmin" },
+        |zset: &mut ZSet| Ok(take_members(zset, count.unwrap_or(1), max)),
+    )?
     .unwrap_or_default();
     let mut w = ctx.w();
     // With a count, RESP3 gets [member, score] pairs; without, one flat pair.
@@ -70,8 +74,8 @@ pub const ZPOPMAX: Spec = Spec {
 };
 
 /// The ZREMRANGEBY* commands: remove what `window` selects.
-fn remove(ctx: &mut Ctx, key: &[u8], window: Window) -> Result<(), Error> {
-    let removed = update(ctx, key, Missing::Skip, |zset: &mut ZSet| {
+fn remove(ctx: &mut Ctx, key: &[u8], event: &str, window: Window) -> Result<(), Error> {
+    let removed = update(ctx, key, Missing::Skip, event, |zset: &mut ZSet| {
         let ranks = window.ranks(zset, false, None);
         Ok(Edit::count(zset.remove_ranks(ranks).len()))
     })?;
@@ -90,7 +94,7 @@ pub const ZREMRANGEBYRANK: Spec = Spec {
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
     run: |ctx, args| {
         let window = Window::Index(parse_i64(&args[2])?, parse_i64(&args[3])?);
-        remove(ctx, &args[1], window)
+        remove(ctx, &args[1], "zremrangebyrank", window)
     },
     ..ZPOPMIN
 };
@@ -102,7 +106,7 @@ pub const ZREMRANGEBYSCORE: Spec = Spec {
     since: "1.2.0",
     run: |ctx, args| {
         let window = Window::Between(End::score(&args[2])?, End::score(&args[3])?);
-        remove(ctx, &args[1], window)
+        remove(ctx, &args[1], "zremrangebyscore", window)
     },
     ..ZREMRANGEBYRANK
 };
@@ -114,7 +118,7 @@ pub const ZREMRANGEBYLEX: Spec = Spec {
     since: "2.8.9",
     run: |ctx, args| {
         let window = Window::Between(End::lex(&args[2])?, End::lex(&args[3])?);
-        remove(ctx, &args[1], window)
+        remove(ctx, &args[1], "zremrangebylex", window)
     },
     ..ZREMRANGEBYRANK
 };

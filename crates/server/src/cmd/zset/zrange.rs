@@ -100,7 +100,9 @@ fn range_store(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let db = ctx.db();
     let mut locked = db.write_many(&[destination, source]);
     let mut result = ZSet::default();
-    if let Some(entry) = locked.peek(source) {
+    let entry = locked.peek(source);
+    ctx.count_lookup(source, entry.is_some());
+    if let Some(entry) = entry {
         let zset = entry.value().as_zset().ok_or(errors::WRONGTYPE)?;
         for (member, score) in select(zset, &request, &window) {
             result.insert(&member, score, &limits);
@@ -108,7 +110,13 @@ fn range_store(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
     let len = result.len();
     let value = keel_store::Value::ZSet(Box::new(result));
-    crate::cmd::context::collection::store_in(ctx, locked.shard(destination), destination, value)?;
+    crate::cmd::context::collection::store_in(
+        ctx,
+        locked.shard(destination),
+        destination,
+        value,
+        (crate::cmd::context::Events::ZSET, "zrangestore"),
+    )?;
     ctx.w().integer(len as i64);
     Ok(())
 }

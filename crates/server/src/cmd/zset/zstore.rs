@@ -19,7 +19,7 @@ use keel_store::{Entry, Set, Value, ValueRef, ZSet};
 use crate::cmd::context::collection::{limits, store_in};
 use crate::cmd::context::zset::parse_score;
 use crate::cmd::context::zset::write_elements;
-use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, is, keys, parse_i64, Ctx, Error, Events, Lookups, Spec, BASE};
 
 /// How the inputs combine.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,17 @@ enum Op {
     Inter,
     /// The first input's members found in no other input.
     Diff,
+}
+
+impl Op {
+    /// The keyspace event of the *STORE command.
+    fn store_event(self) -> &'static str {
+        match self {
+            Op::Union => "zunionstore",
+            Op::Inter => "zinterstore",
+            Op::Diff => "zdiffstore",
+        }
+    }
 }
 
 /// What becomes of the result.
@@ -212,14 +223,19 @@ fn combine(sources: &[Source], options: &Options, op: Op) -> Vec<(Vec<u8>, f64)>
 /// holds neither a set nor a sorted set.
 fn sources<'e>(
     keys: &[Bytes],
+    lookups: Lookups,
     lookup: impl Fn(&[u8]) -> Option<&'e Entry>,
 ) -> Result<Vec<Source<'e>>, Error> {
     keys.iter()
-        .map(|k| match lookup(k).map(|e| e.value()) {
-            None => Ok(Source::Missing),
-            Some(ValueRef::Set(s)) => Ok(Source::Set(s)),
-            Some(ValueRef::ZSet(z)) => Ok(Source::ZSet(z)),
-            Some(_) => Err(Error::from(errors::WRONGTYPE)),
+        .map(|k| {
+            let entry = lookup(k);
+            lookups.count(k, entry.is_some());
+            match entry.map(|e| e.value()) {
+                None => Ok(Source::Missing),
+                Some(ValueRef::Set(s)) => Ok(Source::Set(s)),
+                Some(ValueRef::ZSet(z)) => Ok(Source::ZSet(z)),
+                Some(_) => Err(Error::from(errors::WRONGTYPE)),
+            }
         })
         .collect()
 }
@@ -248,7 +264,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes], op: Op, output: Output) -> Result<(), Erro
         let mut locked = db.write_many(&locked_keys);
         let mut result = ZSet::default();
         {
-            let sources = sources(keys, |k| locked.peek(k))?;
+            let sources = sources(keys, ctx.lookups(), |k| locked.peek(k))?;
             let options = options(rest, numkeys, op, output)?;
             for (member, score) in combine(&sources, &options, op) {
                 result.insert(&member, score, &limits);
@@ -260,12 +276,13 @@ fn run(ctx: &mut Ctx, args: &[Bytes], op: Op, output: Output) -> Result<(), Erro
             locked.shard(destination),
             destination,
             Value::ZSet(Box::new(result)),
+            (Events::ZSET, op.store_event()),
         )?;
         ctx.w().integer(len as i64);
         return Ok(());
     }
     let shards = db.read_many(keys);
-    let sources = sources(keys, |k| shards.get(k))?;
+    let sources = sources(keys, ctx.lookups(), |k| shards.get(k))?;
     let options = options(rest, numkeys, op, output)?;
     let mut result = combine(&sources, &options, op);
     if output == Output::Cardinality {
