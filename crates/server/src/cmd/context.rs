@@ -18,6 +18,7 @@ use crate::server::Server;
 
 pub mod bitmap;
 pub mod collection;
+pub mod command_meta;
 pub mod connection;
 pub mod edit;
 pub mod geo;

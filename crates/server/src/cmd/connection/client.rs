@@ -206,6 +206,7 @@ const UNBLOCK: Spec = Spec {
 
 const CLIENT_HELP: Spec = Spec {
     name: "client|help",
+    acl: &["@slow", "@connection"],
     since: "5.0.0",
     ..HELP
 };

@@ -8,7 +8,7 @@ use crate::cmd::context::{Ctx, Error, Spec, BASE};
 pub const SPEC: Spec = Spec {
     name: "echo",
     arity: 2,
-    flags: &["fast"],
+    flags: &["loading", "stale", "fast"],
     acl: &["@fast", "@connection"],
     group: "connection",
     summary: "Returns the given string.",

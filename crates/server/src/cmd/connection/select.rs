@@ -9,7 +9,7 @@ pub const SPEC: Spec = Spec {
     name: "select",
     arity: 2,
     flags: &["loading", "stale", "fast"],
-    acl: &["@keyspace", "@fast"],
+    acl: &["@fast", "@connection"],
     group: "connection",
     summary: "Changes the selected database.",
     run,

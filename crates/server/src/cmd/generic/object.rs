@@ -97,6 +97,7 @@ const REFCOUNT: Spec = Spec {
 
 const OBJECT_HELP: Spec = Spec {
     name: "object|help",
+    acl: &["@keyspace", "@slow"],
     since: "6.2.0",
     ..HELP
 };

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 use keel_resp::Writer;
 
+use crate::cmd::context::command_meta::{self, meta};
 use crate::cmd::context::key_flags::key_flags;
 use crate::cmd::context::keys_of;
 use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE, HELP};
@@ -154,6 +155,7 @@ const GETKEYSANDFLAGS: Spec = Spec {
 
 const COMMAND_HELP: Spec = Spec {
     name: "command|help",
+    acl: &["@slow", "@connection"],
     since: "5.0.0",
     ..HELP
 };
@@ -170,7 +172,8 @@ fn requested(table: &Table, names: &[Bytes]) -> Vec<Option<&'static Spec>> {
 }
 
 /// One COMMAND INFO entry: name, arity, flags, first/last/step, ACL
-/// categories, tips, key specs, subcommands.
+/// categories, tips, key specs (the last two from Redis's own, see
+/// [`command_meta`]), subcommands.
 fn write_info(w: &mut Writer, spec: &Spec) {
     w.array(10);
     w.bulk(spec.name.as_bytes());
@@ -183,24 +186,40 @@ fn write_info(w: &mut Writer, spec: &Spec) {
     w.integer(step as i64);
     w.set(spec.acl.len());
     spec.acl.iter().for_each(|c| w.simple(c));
-    w.set(0);
-    w.array(0);
-    w.array(spec.subcommands.len());
-    spec.subcommands.iter().for_each(|s| write_info(w, s));
+    let meta = meta(spec.name);
+    command_meta::write(w, &meta.tips);
+    command_meta::write(w, &meta.key_specs);
+    // Redis sends an empty set, not an empty array, for no subcommands.
+    if spec.subcommands.is_empty() {
+        w.set(0);
+    } else {
+        w.array(spec.subcommands.len());
+        spec.subcommands.iter().for_each(|s| write_info(w, s));
+    }
 }
 
 /// One COMMAND DOCS entry.
 fn write_docs(w: &mut Writer, spec: &Spec) {
     let has_subs = !spec.subcommands.is_empty();
-    w.map(4 + has_subs as usize);
-    for (field, value) in [
+    let meta = meta(spec.name);
+    // Redis leaves out a complexity it does not document (LOLWUT).
+    let fields: Vec<(&str, &str)> = [
         ("summary", spec.summary),
         ("since", spec.since),
         ("group", spec.group),
         ("complexity", spec.complexity),
-    ] {
+    ]
+    .into_iter()
+    .filter(|(field, value)| *field != "complexity" || !value.is_empty())
+    .collect();
+    w.map(fields.len() + meta.docs.len() + has_subs as usize);
+    for (field, value) in fields {
         w.bulk(field.as_bytes());
         w.bulk(value.as_bytes());
+    }
+    for (field, value) in meta.docs {
+        w.bulk(field.as_bytes());
+        command_meta::write(w, value);
     }
     if has_subs {
         w.bulk(b"subcommands");

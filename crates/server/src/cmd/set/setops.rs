@@ -106,7 +106,7 @@ pub const SINTERCARD: Spec = Spec {
     arity: -3,
     keys: (0, 0, 0),
     getkeys: Some(keys::counted::<1>),
-    flags: &["readonly"],
+    flags: &["readonly", "movablekeys"],
     since: "7.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
     ..read_spec(
