@@ -136,7 +136,7 @@ pub const HELP: Spec = Spec {
     arity: 2,
     flags: &["loading", "stale"],
     acl: &["@slow"],
-    summary: "Returns helpful text about the different subcommands.",
+    summary: "Show helpful text about the different subcommands",
     run: container_help,
     ..BASE
 };

@@ -24,7 +24,7 @@ pub const SPEC: Spec = Spec {
     ],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Authenticates the connection.",
+    summary: "Authenticate to the server",
     complexity: "O(N) where N is the number of passwords defined for the user",
     run,
     ..BASE

@@ -19,7 +19,7 @@ pub const SPEC: Spec = Spec {
     arity: -2,
     acl: &["@slow"],
     group: "connection",
-    summary: "A container for client connection commands.",
+    summary: "A container for client connection commands",
     since: "2.4.0",
     complexity: "Depends on subcommand.",
     subcommands: &[
@@ -50,7 +50,7 @@ const SUB: Spec = Spec {
 const ID: Spec = Spec {
     name: "client|id",
     arity: 2,
-    summary: "Returns the unique client ID of the connection.",
+    summary: "Returns the client ID for the current connection",
     since: "5.0.0",
     run: |ctx, _| {
         let id = ctx.client.handle.id;
@@ -63,7 +63,7 @@ const ID: Spec = Spec {
 const SETNAME: Spec = Spec {
     name: "client|setname",
     arity: 3,
-    summary: "Sets the connection name.",
+    summary: "Set the current connection name",
     since: "2.6.9",
     run: |ctx, args| {
         set_name(ctx, &args[2])?;
@@ -76,7 +76,7 @@ const SETNAME: Spec = Spec {
 const GETNAME: Spec = Spec {
     name: "client|getname",
     arity: 2,
-    summary: "Returns the name of the connection.",
+    summary: "Get the current connection name",
     since: "2.6.9",
     run: |ctx, _| {
         let name = ctx.client.handle.name();
@@ -94,7 +94,7 @@ const LIST: Spec = Spec {
     arity: -2,
     flags: &["admin", "noscript", "loading", "stale"],
     acl: &["@admin", "@slow", "@dangerous", "@connection"],
-    summary: "Lists open connections.",
+    summary: "Get the list of client connections",
     since: "2.4.0",
     complexity: "O(N) where N is the number of client connections",
     run: list,
@@ -104,7 +104,7 @@ const LIST: Spec = Spec {
 const INFO: Spec = Spec {
     name: "client|info",
     arity: 2,
-    summary: "Returns information about the connection.",
+    summary: "Returns information about the current client connection.",
     since: "6.2.0",
     run: |ctx, _| {
         let line = ctx.client.handle.describe(&ctx.server.commands, ctx.now_ms) + "\n";
@@ -119,7 +119,7 @@ const KILL: Spec = Spec {
     arity: -3,
     flags: &["admin", "noscript", "loading", "stale"],
     acl: &["@admin", "@slow", "@dangerous", "@connection"],
-    summary: "Terminates open connections.",
+    summary: "Kill the connection of a client",
     since: "2.4.0",
     complexity: "O(N) where N is the number of client connections",
     run: kill,
@@ -131,7 +131,7 @@ const NO_EVICT: Spec = Spec {
     arity: 3,
     flags: &["admin", "noscript", "loading", "stale"],
     acl: &["@admin", "@slow", "@dangerous", "@connection"],
-    summary: "Sets the client eviction mode of the connection.",
+    summary: "Set client eviction mode for the current connection",
     since: "7.0.0",
     run: |ctx, args| {
         ctx.client.handle.set_no_evict(on_off(&args[2])?);
@@ -206,6 +206,7 @@ const UNBLOCK: Spec = Spec {
 
 const CLIENT_HELP: Spec = Spec {
     name: "client|help",
+    group: "connection",
     acl: &["@slow", "@connection"],
     since: "5.0.0",
     ..HELP

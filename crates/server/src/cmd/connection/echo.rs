@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["loading", "stale", "fast"],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Returns the given string.",
+    summary: "Echo the given string",
     run,
     ..BASE
 };

@@ -22,7 +22,7 @@ pub const SPEC: Spec = Spec {
     ],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Handshakes with the Redis server.",
+    summary: "Handshake with Redis",
     since: "6.0.0",
     run,
     ..BASE

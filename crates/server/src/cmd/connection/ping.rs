@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["fast"],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Returns the server's liveliness response.",
+    summary: "Ping the server",
     run,
     ..BASE
 };

@@ -20,7 +20,7 @@ pub const SPEC: Spec = Spec {
     ],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Closes the connection.",
+    summary: "Close the connection",
     run,
     ..BASE
 };

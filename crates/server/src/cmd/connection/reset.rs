@@ -20,7 +20,7 @@ pub const SPEC: Spec = Spec {
     ],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Resets the connection.",
+    summary: "Reset the connection",
     since: "6.2.0",
     run,
     ..BASE

@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["loading", "stale", "fast"],
     acl: &["@fast", "@connection"],
     group: "connection",
-    summary: "Changes the selected database.",
+    summary: "Change the selected database for the current connection",
     run,
     ..BASE
 };

@@ -19,7 +19,7 @@ pub const SPEC: Spec = Spec {
     flags: &["write", "denyoom"],
     keys: (1, 2, 1),
     acl: &["@keyspace", "@write", "@slow"],
-    summary: "Copies the value of a key to a new key.",
+    summary: "Copy a key",
     since: "6.2.0",
     complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
     run,

@@ -16,8 +16,8 @@ pub const DEL: Spec = Spec {
     flags: &["write"],
     keys: (1, -1, 1),
     acl: &["@keyspace", "@write", "@slow"],
-    summary: "Deletes one or more keys.",
-    complexity: "O(N) where N is the number of keys that will be removed.",
+    summary: "Delete a key",
+    complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
     run: |ctx, args| remove_keys(ctx, args, Cause::UserDel),
     ..BASE
 };
@@ -29,9 +29,9 @@ pub const UNLINK: Spec = Spec {
     flags: &["write", "fast"],
     keys: (1, -1, 1),
     acl: &["@keyspace", "@write", "@fast"],
-    summary: "Asynchronously deletes one or more keys.",
+    summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
     since: "4.0.0",
-    complexity: "O(1) for each key removed regardless of its size.",
+    complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
     run: |ctx, args| remove_keys(ctx, args, Cause::Unlink),
     ..BASE
 };

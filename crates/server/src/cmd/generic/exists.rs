@@ -13,7 +13,7 @@ pub const EXISTS: Spec = Spec {
     flags: &["readonly", "fast"],
     keys: (1, -1, 1),
     acl: &["@keyspace", "@read", "@fast"],
-    summary: "Determines whether one or more keys exist.",
+    summary: "Determine if a key exists",
     complexity: "O(N) where N is the number of keys to check.",
     run: |ctx, args| count_existing(ctx, args, false),
     ..BASE
@@ -26,7 +26,8 @@ pub const TOUCH: Spec = Spec {
     flags: &["readonly", "fast"],
     keys: (1, -1, 1),
     acl: &["@keyspace", "@read", "@fast"],
-    summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+    summary:
+        "Alters the last access time of a key(s). Returns the number of existing keys specified.",
     since: "3.2.1",
     complexity: "O(N) where N is the number of keys that will be touched.",
     run: |ctx, args| count_existing(ctx, args, true),

@@ -28,28 +28,28 @@ const fn spec(
 /// EXPIRE.
 pub const EXPIRE: Spec = spec(
     "expire",
-    "Sets the expiration time of a key in seconds.",
+    "Set a key's time to live in seconds",
     "1.0.0",
     |ctx, args| expire(ctx, args, Unit::Seconds, true, "expire"),
 );
 /// PEXPIRE.
 pub const PEXPIRE: Spec = spec(
     "pexpire",
-    "Sets the expiration time of a key in milliseconds.",
+    "Set a key's time to live in milliseconds",
     "2.6.0",
     |ctx, args| expire(ctx, args, Unit::Milliseconds, true, "pexpire"),
 );
 /// EXPIREAT.
 pub const EXPIREAT: Spec = spec(
     "expireat",
-    "Sets the expiration time of a key to a Unix timestamp.",
+    "Set the expiration for a key as a UNIX timestamp",
     "1.2.0",
     |ctx, args| expire(ctx, args, Unit::Seconds, false, "expireat"),
 );
 /// PEXPIREAT.
 pub const PEXPIREAT: Spec = spec(
     "pexpireat",
-    "Sets the expiration time of a key to a Unix milliseconds timestamp.",
+    "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
     "2.6.0",
     |ctx, args| expire(ctx, args, Unit::Milliseconds, false, "pexpireat"),
 );

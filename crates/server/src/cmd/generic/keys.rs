@@ -10,7 +10,7 @@ pub const SPEC: Spec = Spec {
     arity: 2,
     flags: &["readonly"],
     acl: &["@keyspace", "@read", "@slow", "@dangerous"],
-    summary: "Returns all key names that match a pattern.",
+    summary: "Find all keys matching the given pattern",
     complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
     run,
     ..BASE

@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     name: "object",
     arity: -2,
     acl: &["@slow"],
-    summary: "A container for object introspection commands.",
+    summary: "A container for object introspection commands",
     since: "2.2.3",
     complexity: "Depends on subcommand.",
     subcommands: &[&ENCODING, &FREQ, &IDLETIME, &REFCOUNT, &OBJECT_HELP],
@@ -29,7 +29,7 @@ const SUB: Spec = Spec {
 
 const ENCODING: Spec = Spec {
     name: "object|encoding",
-    summary: "Returns the internal encoding of a Redis object.",
+    summary: "Inspect the internal encoding of a Redis object",
     run: |ctx, args| {
         with_entry(ctx, args, |ctx, e| {
             ctx.w().bulk(e.value().encoding().as_bytes());
@@ -41,7 +41,7 @@ const ENCODING: Spec = Spec {
 
 const FREQ: Spec = Spec {
     name: "object|freq",
-    summary: "Returns the logarithmic access frequency counter of a Redis object.",
+    summary: "Get the logarithmic access frequency counter of a Redis object",
     since: "4.0.0",
     run: |ctx, args| {
         with_entry(ctx, args, |ctx, e| {
@@ -62,7 +62,7 @@ const FREQ: Spec = Spec {
 
 const IDLETIME: Spec = Spec {
     name: "object|idletime",
-    summary: "Returns the time since the last access to a Redis object.",
+    summary: "Get the time since a Redis object was last accessed",
     run: |ctx, args| {
         with_entry(ctx, args, |ctx, e| {
             let store = &ctx.server.store;
@@ -81,7 +81,7 @@ const IDLETIME: Spec = Spec {
 
 const REFCOUNT: Spec = Spec {
     name: "object|refcount",
-    summary: "Returns the reference count of a value of a key.",
+    summary: "Get the number of references to the value of the key",
     run: |ctx, args| {
         with_entry(ctx, args, |ctx, e| {
             // Redis shares the objects of small non-negative integers unless

@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["write", "fast"],
     keys: (1, 1, 1),
     acl: &["@keyspace", "@write", "@fast"],
-    summary: "Removes the expiration time of a key.",
+    summary: "Remove the expiration from a key",
     since: "2.2.0",
     run,
     ..BASE

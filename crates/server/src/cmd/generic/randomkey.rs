@@ -10,7 +10,7 @@ pub const SPEC: Spec = Spec {
     arity: 1,
     flags: &["readonly"],
     acl: &["@keyspace", "@read", "@slow"],
-    summary: "Returns a random key name from the database.",
+    summary: "Return a random key from the keyspace",
     run,
     ..BASE
 };

@@ -12,7 +12,7 @@ pub const RENAME: Spec = Spec {
     flags: &["write"],
     keys: (1, 2, 1),
     acl: &["@keyspace", "@write", "@slow"],
-    summary: "Renames a key and overwrites the destination.",
+    summary: "Rename a key",
     run: |ctx, args| rename(ctx, args, false),
     ..BASE
 };
@@ -24,7 +24,7 @@ pub const RENAMENX: Spec = Spec {
     flags: &["write", "fast"],
     keys: (1, 2, 1),
     acl: &["@keyspace", "@write", "@fast"],
-    summary: "Renames a key only when the target key name doesn't exist.",
+    summary: "Rename a key, only if the new key does not exist",
     run: |ctx, args| rename(ctx, args, true),
     ..BASE
 };

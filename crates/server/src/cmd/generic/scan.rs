@@ -13,7 +13,7 @@ pub const SPEC: Spec = Spec {
     arity: -2,
     flags: &["readonly"],
     acl: &["@keyspace", "@read", "@slow"],
-    summary: "Iterates over the key names in the database.",
+    summary: "Incrementally iterate the keys space",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
     run,

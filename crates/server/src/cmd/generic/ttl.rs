@@ -27,7 +27,7 @@ const fn spec(
 /// TTL.
 pub const TTL: Spec = spec(
     "ttl",
-    "Returns the expiration time in seconds of a key.",
+    "Get the time to live for a key in seconds",
     "1.0.0",
     |ctx, args| {
         // Rounded to the nearest second, as Redis does.
@@ -39,21 +39,21 @@ pub const TTL: Spec = spec(
 /// PTTL.
 pub const PTTL: Spec = spec(
     "pttl",
-    "Returns the expiration time in milliseconds of a key.",
+    "Get the time to live for a key in milliseconds",
     "2.6.0",
     |ctx, args| reply(ctx, args, |deadline, now| deadline.saturating_sub(now)),
 );
 /// EXPIRETIME.
 pub const EXPIRETIME: Spec = spec(
     "expiretime",
-    "Returns the expiration time of a key as a Unix timestamp.",
+    "Get the expiration Unix timestamp for a key",
     "7.0.0",
     |ctx, args| reply(ctx, args, |deadline, _| (deadline + 500) / 1000),
 );
 /// PEXPIRETIME.
 pub const PEXPIRETIME: Spec = spec(
     "pexpiretime",
-    "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+    "Get the expiration Unix timestamp for a key in milliseconds",
     "7.0.0",
     |ctx, args| reply(ctx, args, |deadline, _| deadline),
 );

@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["readonly", "fast"],
     keys: (1, 1, 1),
     acl: &["@keyspace", "@read", "@fast"],
-    summary: "Determines the type of value stored at a key.",
+    summary: "Determine the type stored at key",
     run,
     ..BASE
 };

@@ -13,7 +13,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@hash", "@fast"],
     group: "hash",
-    summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
+    summary: "Delete one or more hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields to be removed.",
     run: |ctx, args| {

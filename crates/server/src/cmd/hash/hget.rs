@@ -26,20 +26,15 @@ const fn spec(
 }
 
 /// HGET.
-pub const HGET: Spec = spec(
-    "hget",
-    3,
-    "Returns the value of a field in a hash.",
-    |ctx, args| {
-        read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
-            match hash.and_then(|h| h.get(&args[2])) {
-                Some(v) => ctx.w().bulk(v),
-                None => ctx.w().null(),
-            }
-            Ok(())
-        })
-    },
-);
+pub const HGET: Spec = spec("hget", 3, "Get the value of a hash field", |ctx, args| {
+    read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
+        match hash.and_then(|h| h.get(&args[2])) {
+            Some(v) => ctx.w().bulk(v),
+            None => ctx.w().null(),
+        }
+        Ok(())
+    })
+});
 
 /// HMGET.
 pub const HMGET: Spec = Spec {
@@ -47,7 +42,7 @@ pub const HMGET: Spec = Spec {
     ..spec(
         "hmget",
         -3,
-        "Returns the values of all fields in a hash.",
+        "Get the values of all the given hash fields",
         |ctx, args| {
             read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
                 let mut w = ctx.w();
@@ -68,7 +63,7 @@ pub const HMGET: Spec = Spec {
 pub const HEXISTS: Spec = spec(
     "hexists",
     3,
-    "Determines whether a field exists in a hash.",
+    "Determine if a hash field exists",
     |ctx, args| {
         read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
             let found = hash.is_some_and(|h| h.get(&args[2]).is_some());
@@ -84,7 +79,7 @@ pub const HSTRLEN: Spec = Spec {
     ..spec(
         "hstrlen",
         3,
-        "Returns the length of the value of a field.",
+        "Get the length of the value of a hash field",
         |ctx, args| {
             read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
                 let len = hash.and_then(|h| h.get(&args[2])).map_or(0, <[u8]>::len);
@@ -99,7 +94,7 @@ pub const HSTRLEN: Spec = Spec {
 pub const HLEN: Spec = spec(
     "hlen",
     2,
-    "Returns the number of fields in a hash.",
+    "Get the number of fields in a hash",
     |ctx, args| {
         read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
             ctx.w().integer(hash.map_or(0, Hash::len) as i64);

@@ -36,15 +36,15 @@ const fn spec(
 /// HGETALL.
 pub const HGETALL: Spec = spec(
     "hgetall",
-    "Returns all fields and values in a hash.",
+    "Get all the fields and values in a hash",
     |ctx, args| reply(ctx, &args[1], Part::Both),
 );
 /// HKEYS.
-pub const HKEYS: Spec = spec("hkeys", "Returns all fields in a hash.", |ctx, args| {
+pub const HKEYS: Spec = spec("hkeys", "Get all the fields in a hash", |ctx, args| {
     reply(ctx, &args[1], Part::Fields)
 });
 /// HVALS.
-pub const HVALS: Spec = spec("hvals", "Returns all values in a hash.", |ctx, args| {
+pub const HVALS: Spec = spec("hvals", "Get all the values in a hash", |ctx, args| {
     reply(ctx, &args[1], Part::Values)
 });
 

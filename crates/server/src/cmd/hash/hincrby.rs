@@ -15,20 +15,29 @@ pub const HINCRBY: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@hash", "@fast"],
     group: "hash",
-    summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
+    summary: "Increment the integer value of a hash field by the given number",
     since: "2.0.0",
     run: |ctx, args| {
         let by = parse_i64(&args[3])?;
         let limits = limits(ctx);
-        let next = update(ctx, &args[1], Missing::Create, "hincrby", |hash: &mut Hash| {
-            let current = match hash.get(&args[2]) {
-                None => 0,
-                Some(v) => parse_canonical_i64(v).ok_or(Error::from("ERR hash value is not an integer"))?,
-            };
-            let next = current.checked_add(by).ok_or(Error::from(errors::OVERFLOW))?;
-            hash.set(&args[2], next.to_string().as_bytes(), &limits);
-            Ok(Edit::changed(next))
-        })?;
+        let next = update(
+            ctx,
+            &args[1],
+            Missing::Create,
+            "hincrby",
+            |hash: &mut Hash| {
+                let current = match hash.get(&args[2]) {
+                    None => 0,
+                    Some(v) => parse_canonical_i64(v)
+                        .ok_or(Error::from("ERR hash value is not an integer"))?,
+                };
+                let next = current
+                    .checked_add(by)
+                    .ok_or(Error::from(errors::OVERFLOW))?;
+                hash.set(&args[2], next.to_string().as_bytes(), &limits);
+                Ok(Edit::changed(next))
+            },
+        )?;
         ctx.w().integer(next.expect("created when missing"));
         Ok(())
     },
@@ -38,17 +47,23 @@ pub const HINCRBY: Spec = Spec {
 /// HINCRBYFLOAT.
 pub const HINCRBYFLOAT: Spec = Spec {
     name: "hincrbyfloat",
-    summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
+    summary: "Increment the float value of a hash field by the given amount",
     since: "2.6.0",
     run: |ctx, args| {
         crate::cmd::context::long_double::check_hash_increment(&args[3])?;
         let limits = limits(ctx);
-        let text = update(ctx, &args[1], Missing::Create, "hincrbyfloat", |hash: &mut Hash| {
-            let current = hash.get(&args[2]).unwrap_or(b"0");
-            let text = hash_increment(current, &args[3])?;
-            hash.set(&args[2], text.as_bytes(), &limits);
-            Ok(Edit::changed(text))
-        })?;
+        let text = update(
+            ctx,
+            &args[1],
+            Missing::Create,
+            "hincrbyfloat",
+            |hash: &mut Hash| {
+                let current = hash.get(&args[2]).unwrap_or(b"0");
+                let text = hash_increment(current, &args[3])?;
+                hash.set(&args[2], text.as_bytes(), &limits);
+                Ok(Edit::changed(text))
+            },
+        )?;
         ctx.w().bulk(text.expect("created when missing").as_bytes());
         Ok(())
     },

@@ -16,7 +16,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@read", "@hash", "@slow"],
     group: "hash",
-    summary: "Returns one or more random fields from a hash.",
+    summary: "Get one or multiple random fields from a hash",
     since: "6.2.0",
     complexity: "O(N) where N is the number of fields returned",
     run,

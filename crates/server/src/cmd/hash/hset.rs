@@ -32,7 +32,7 @@ const fn spec(
 pub const HSET: Spec = spec(
     "hset",
     -4,
-    "Creates or modifies the value of a field in a hash.",
+    "Set the string value of a hash field",
     |ctx, args| {
         let added = set_pairs(ctx, args, "hset")?;
         ctx.w().integer(added as i64);
@@ -41,16 +41,19 @@ pub const HSET: Spec = spec(
 );
 
 /// HMSET.
-pub const HMSET: Spec = spec(
-    "hmset",
-    -4,
-    "Sets the values of multiple fields.",
-    |ctx, args| {
-        set_pairs(ctx, args, "hmset")?;
-        ctx.w().ok();
-        Ok(())
-    },
-);
+pub const HMSET: Spec = Spec {
+    complexity: "O(N) where N is the number of fields being set.",
+    ..spec(
+        "hmset",
+        -4,
+        "Set multiple hash fields to multiple values",
+        |ctx, args| {
+            set_pairs(ctx, args, "hmset")?;
+            ctx.w().ok();
+            Ok(())
+        },
+    )
+};
 
 /// HSETNX.
 pub const HSETNX: Spec = Spec {
@@ -58,7 +61,7 @@ pub const HSETNX: Spec = Spec {
     ..spec(
         "hsetnx",
         4,
-        "Sets the value of a field in a hash only when the field doesn't exist.",
+        "Set the value of a hash field, only if the field does not exist",
         |ctx, args| {
             let limits = limits(ctx);
             let added = update(ctx, &args[1], Missing::Create, "hset", |hash: &mut Hash| {

@@ -38,14 +38,14 @@ const fn spec(
 /// BLPOP.
 pub const BLPOP: Spec = spec(
     "blpop",
-    "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+    "Remove and get the first element in a list, or block until one is available",
     |ctx, args| pop_any(ctx, args, End::Left),
 );
 
 /// BRPOP.
 pub const BRPOP: Spec = spec(
     "brpop",
-    "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+    "Remove and get the last element in a list, or block until one is available",
     |ctx, args| pop_any(ctx, args, End::Right),
 );
 
@@ -58,7 +58,7 @@ pub const BLMOVE: Spec = Spec {
     complexity: "O(1)",
     ..spec(
         "blmove",
-        "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
         |ctx, args| {
             let pop = Pop {
                 from: end(&args[3])?,

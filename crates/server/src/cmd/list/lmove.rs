@@ -17,7 +17,7 @@ pub const LMOVE: Spec = Spec {
     keys: (1, 2, 1),
     acl: &["@write", "@list", "@slow"],
     group: "list",
-    summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
+    summary: "Pop an element from a list, push it to another list and return it",
     since: "6.2.0",
     run: |ctx, args| {
         let pop = Pop {
@@ -33,7 +33,7 @@ pub const LMOVE: Spec = Spec {
 pub const RPOPLPUSH: Spec = Spec {
     name: "rpoplpush",
     arity: 3,
-    summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
+    summary: "Remove the last element in a list, prepend it to another list and return it",
     since: "1.2.0",
     run: |ctx, args| {
         let pop = Pop {

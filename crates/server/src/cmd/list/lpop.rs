@@ -28,14 +28,14 @@ const fn spec(
 /// LPOP.
 pub const LPOP: Spec = spec(
     "lpop",
-    "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
+    "Remove and get the first elements in a list",
     |ctx, args| pop(ctx, args, End::Left, "lpop"),
 );
 
 /// RPOP.
 pub const RPOP: Spec = spec(
     "rpop",
-    "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
+    "Remove and get the last elements in a list",
     |ctx, args| pop(ctx, args, End::Right, "rpop"),
 );
 

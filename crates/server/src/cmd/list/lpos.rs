@@ -14,7 +14,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@read", "@list", "@slow"],
     group: "list",
-    summary: "Returns the index of matching elements in a list.",
+    summary: "Return the index of matching elements on a list",
     since: "6.0.6",
     complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
     run,

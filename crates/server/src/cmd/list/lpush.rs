@@ -28,14 +28,14 @@ const fn spec(
 /// LPUSH.
 pub const LPUSH: Spec = spec(
     "lpush",
-    "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+    "Prepend one or multiple elements to a list",
     |ctx, args| push(ctx, args, End::Left, Missing::Create),
 );
 
 /// RPUSH.
 pub const RPUSH: Spec = spec(
     "rpush",
-    "Appends one or more elements to a list. Creates the key if it doesn't exist.",
+    "Append one or multiple elements to a list",
     |ctx, args| push(ctx, args, End::Right, Missing::Create),
 );
 
@@ -44,7 +44,7 @@ pub const LPUSHX: Spec = Spec {
     since: "2.2.0",
     ..spec(
         "lpushx",
-        "Prepends one or more elements to a list only when the list exists.",
+        "Prepend an element to a list, only if the list exists",
         |ctx, args| push(ctx, args, End::Left, Missing::Skip),
     )
 };
@@ -54,7 +54,7 @@ pub const RPUSHX: Spec = Spec {
     since: "2.2.0",
     ..spec(
         "rpushx",
-        "Appends an element to a list only when the list exists.",
+        "Append an element to a list, only if the list exists",
         |ctx, args| push(ctx, args, End::Right, Missing::Skip),
     )
 };

@@ -28,7 +28,7 @@ const fn spec(
 pub const LLEN: Spec = Spec {
     flags: &["readonly", "fast"],
     acl: &["@read", "@list", "@fast"],
-    ..spec("llen", 2, "Returns the length of a list.", |ctx, args| {
+    ..spec("llen", 2, "Get the length of a list", |ctx, args| {
         read(ctx, &args[1], |ctx, list: Option<&List>| {
             ctx.w().integer(list.map_or(0, List::len) as i64);
             Ok(())
@@ -42,7 +42,7 @@ pub const LRANGE: Spec = Spec {
     ..spec(
         "lrange",
         4,
-        "Returns a range of elements from a list.",
+        "Get a range of elements from a list",
         |ctx, args| {
             let (start, stop) = (parse_i64(&args[2])?, parse_i64(&args[3])?);
             read(ctx, &args[1], |ctx, list: Option<&List>| {
@@ -67,7 +67,7 @@ pub const LINDEX: Spec = Spec {
     ..spec(
         "lindex",
         3,
-        "Returns an element from a list by its index.",
+        "Get an element from a list by its index",
         |ctx, args| {
             // Redis looks the key up before it parses the index: a missing
             // key is nil and another type WRONGTYPE whatever the index.

@@ -20,7 +20,7 @@ const fn spec(
         acl: &["@write", "@list", "@slow"],
         group: "list",
         summary,
-        complexity: "O(N) where N is the length of the list.",
+        complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
         run,
         ..BASE
     }
@@ -32,7 +32,7 @@ pub const LSET: Spec = Spec {
     ..spec(
         "lset",
         4,
-        "Sets the value of an element in a list by its index.",
+        "Set the value of an element in a list by its index",
         |ctx, args| {
             let limits = limits(ctx);
             // As in Redis, the key's type is checked before the index.
@@ -57,7 +57,7 @@ pub const LINSERT: Spec = Spec {
     ..spec(
         "linsert",
         5,
-        "Inserts an element before or after another element in a list.",
+        "Insert an element before or after another element in a list",
         |ctx, args| {
             let after = match &args[2] {
                 w if is(w, "before") => false,
@@ -81,46 +81,41 @@ pub const LINSERT: Spec = Spec {
 /// LREM.
 pub const LREM: Spec = Spec {
     complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
-    ..spec(
-        "lrem",
-        4,
-        "Removes elements from a list. Deletes the list if the last element was removed.",
-        |ctx, args| {
-            let count = parse_i64(&args[2])?;
-            let limits = limits(ctx);
-            let removed = update(ctx, &args[1], Missing::Skip, "lrem", |list: &mut List| {
-                // The indexes of the matches to remove: the first `count`
-                // from the head, the last `-count` from the tail, or all.
-                let element = &args[3][..];
-                let matches: Vec<usize> = match count {
-                    0.. => {
-                        let limit = if count == 0 {
-                            usize::MAX
-                        } else {
-                            count as usize
-                        };
-                        let hits = list.iter().enumerate().filter(|(_, e)| *e == element);
-                        hits.map(|(i, _)| i).take(limit).collect()
-                    }
-                    _ => {
-                        let last = list.len() - 1;
-                        let hits = list.iter_rev().enumerate().filter(|(_, e)| *e == element);
-                        let mut from_head: Vec<usize> = hits
-                            .map(|(i, _)| last - i)
-                            .take(count.unsigned_abs() as usize)
-                            .collect();
-                        from_head.reverse();
-                        from_head
-                    }
-                };
-                Ok(Edit::count(list.retain(&limits, |i, _| {
-                    matches.binary_search(&i).is_err()
-                })))
-            })?;
-            ctx.w().integer(removed.unwrap_or(0) as i64);
-            Ok(())
-        },
-    )
+    ..spec("lrem", 4, "Remove elements from a list", |ctx, args| {
+        let count = parse_i64(&args[2])?;
+        let limits = limits(ctx);
+        let removed = update(ctx, &args[1], Missing::Skip, "lrem", |list: &mut List| {
+            // The indexes of the matches to remove: the first `count`
+            // from the head, the last `-count` from the tail, or all.
+            let element = &args[3][..];
+            let matches: Vec<usize> = match count {
+                0.. => {
+                    let limit = if count == 0 {
+                        usize::MAX
+                    } else {
+                        count as usize
+                    };
+                    let hits = list.iter().enumerate().filter(|(_, e)| *e == element);
+                    hits.map(|(i, _)| i).take(limit).collect()
+                }
+                _ => {
+                    let last = list.len() - 1;
+                    let hits = list.iter_rev().enumerate().filter(|(_, e)| *e == element);
+                    let mut from_head: Vec<usize> = hits
+                        .map(|(i, _)| last - i)
+                        .take(count.unsigned_abs() as usize)
+                        .collect();
+                    from_head.reverse();
+                    from_head
+                }
+            };
+            Ok(Edit::count(list.retain(&limits, |i, _| {
+                matches.binary_search(&i).is_err()
+            })))
+        })?;
+        ctx.w().integer(removed.unwrap_or(0) as i64);
+        Ok(())
+    })
 };
 
 /// LTRIM.
@@ -129,7 +124,7 @@ pub const LTRIM: Spec = Spec {
     ..spec(
         "ltrim",
         4,
-        "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+        "Trim a list to the specified range",
         |ctx, args| {
             let (start, stop) = (parse_i64(&args[2])?, parse_i64(&args[3])?);
             let limits = limits(ctx);

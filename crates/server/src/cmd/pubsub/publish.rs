@@ -14,7 +14,7 @@ pub const PUBLISH: Spec = Spec {
     flags: &["pubsub", "loading", "stale", "fast"],
     acl: &["@pubsub", "@fast"],
     group: "pubsub",
-    summary: "Posts a message to a channel.",
+    summary: "Post a message to a channel",
     since: "2.0.0",
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
     run: |ctx, args| {
@@ -48,7 +48,7 @@ pub const PUBSUB: Spec = Spec {
     arity: -2,
     acl: &["@slow"],
     group: "pubsub",
-    summary: "A container for Pub/Sub commands.",
+    summary: "A container for Pub/Sub commands",
     since: "2.8.0",
     complexity: "Depends on subcommand.",
     subcommands: &[
@@ -73,7 +73,7 @@ const SUB: Spec = Spec {
 const CHANNELS: Spec = Spec {
     name: "pubsub|channels",
     arity: -2,
-    summary: "Returns the active channels.",
+    summary: "List active channels",
     complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
     run: |ctx, args| channels(ctx, Kind::Channel, args),
     ..SUB
@@ -92,7 +92,7 @@ const SHARDCHANNELS: Spec = Spec {
 const NUMSUB: Spec = Spec {
     name: "pubsub|numsub",
     arity: -2,
-    summary: "Returns a count of subscribers to channels.",
+    summary: "Get the count of subscribers for channels",
     complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
     run: |ctx, args| numsub(ctx, Kind::Channel, args),
     ..SUB
@@ -112,7 +112,7 @@ const SHARDNUMSUB: Spec = Spec {
 const NUMPAT: Spec = Spec {
     name: "pubsub|numpat",
     arity: 2,
-    summary: "Returns a count of unique pattern subscriptions.",
+    summary: "Get the count of unique patterns pattern subscriptions",
     run: |ctx, _| {
         let n = ctx.server.pubsub.pattern_count();
         ctx.w().integer(n as i64);
@@ -123,6 +123,7 @@ const NUMPAT: Spec = Spec {
 
 const PUBSUB_HELP: Spec = Spec {
     name: "pubsub|help",
+    group: "pubsub",
     since: "6.2.0",
     ..HELP
 };

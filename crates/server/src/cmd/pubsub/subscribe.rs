@@ -15,6 +15,7 @@ const fn spec(
     name: &'static str,
     arity: i32,
     summary: &'static str,
+    complexity: &'static str,
     run: crate::cmd::context::Handler,
 ) -> Spec {
     Spec {
@@ -25,7 +26,7 @@ const fn spec(
         group: "pubsub",
         summary,
         since: "2.0.0",
-        complexity: "O(N) where N is the number of channels or patterns.",
+        complexity,
         run,
         ..BASE
     }
@@ -35,28 +36,32 @@ const fn spec(
 pub const SUBSCRIBE: Spec = spec(
     "subscribe",
     -2,
-    "Listens for messages published to channels.",
+    "Listen for messages published to the given channels",
+    "O(N) where N is the number of channels to subscribe to.",
     |ctx, args| join(ctx, Kind::Channel, &args[1..]),
 );
 /// UNSUBSCRIBE.
 pub const UNSUBSCRIBE: Spec = spec(
     "unsubscribe",
     -1,
-    "Stops listening to messages posted to channels.",
+    "Stop listening for messages posted to the given channels",
+    "O(N) where N is the number of clients already subscribed to a channel.",
     |ctx, args| leave(ctx, Kind::Channel, &args[1..]),
 );
 /// PSUBSCRIBE.
 pub const PSUBSCRIBE: Spec = spec(
     "psubscribe",
     -2,
-    "Listens for messages published to channels that match one or more patterns.",
+    "Listen for messages published to channels matching the given patterns",
+    "O(N) where N is the number of patterns the client is already subscribed to.",
     |ctx, args| join(ctx, Kind::Pattern, &args[1..]),
 );
 /// PUNSUBSCRIBE.
 pub const PUNSUBSCRIBE: Spec = spec(
     "punsubscribe",
     -1,
-    "Stops listening to messages published to channels that match one or more patterns.",
+    "Stop listening for messages posted to channels matching the given patterns",
+    "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
     |ctx, args| leave(ctx, Kind::Pattern, &args[1..]),
 );
 /// SSUBSCRIBE: its channels have key positions, as COMMAND INFO reports,
@@ -65,11 +70,11 @@ pub const SSUBSCRIBE: Spec = Spec {
     keys: (1, -1, 1),
     getkeys: Some(keys::none),
     since: "7.0.0",
-    complexity: "O(N) where N is the number of shard channels to subscribe to.",
     ..spec(
         "ssubscribe",
         -2,
         "Listen for messages published to the given shard channels",
+        "O(N) where N is the number of shard channels to subscribe to.",
         |ctx, args| join(ctx, Kind::Shard, &args[1..]),
     )
 };
@@ -78,11 +83,11 @@ pub const SUNSUBSCRIBE: Spec = Spec {
     keys: (1, -1, 1),
     getkeys: Some(keys::none),
     since: "7.0.0",
-    complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
     ..spec(
         "sunsubscribe",
         -1,
         "Stop listening for messages posted to the given shard channels",
+        "O(N) where N is the number of clients already subscribed to a shard channel.",
         |ctx, args| leave(ctx, Kind::Shard, &args[1..]),
     )
 };

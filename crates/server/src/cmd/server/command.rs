@@ -21,7 +21,7 @@ pub const SPEC: Spec = Spec {
     flags: &["loading", "stale"],
     acl: &["@slow", "@connection"],
     group: "server",
-    summary: "Returns detailed information about all commands.",
+    summary: "Get array of Redis command details",
     since: "2.8.13",
     complexity: "O(N) where N is the total number of Redis commands",
     run: |ctx, _| {
@@ -54,7 +54,7 @@ const SUB: Spec = Spec {
 const COUNT: Spec = Spec {
     name: "command|count",
     arity: 2,
-    summary: "Returns a count of commands.",
+    summary: "Get total number of Redis commands",
     since: "2.8.13",
     run: |ctx, _| {
         let n = ctx.server.commands.top_level().count();
@@ -67,7 +67,7 @@ const COUNT: Spec = Spec {
 const INFO: Spec = Spec {
     name: "command|info",
     arity: -2,
-    summary: "Returns information about one, multiple or all commands.",
+    summary: "Get array of specific Redis command details, or all when no argument is given.",
     since: "2.8.13",
     complexity: "O(N) where N is the number of commands to look up",
     run: |ctx, args| {
@@ -89,7 +89,7 @@ const INFO: Spec = Spec {
 const DOCS: Spec = Spec {
     name: "command|docs",
     arity: -2,
-    summary: "Returns documentary information about one, multiple or all commands.",
+    summary: "Get array of specific Redis command documentation",
     since: "7.0.0",
     complexity: "O(N) where N is the number of commands to look up",
     run: |ctx, args| {
@@ -109,7 +109,7 @@ const DOCS: Spec = Spec {
 const LIST: Spec = Spec {
     name: "command|list",
     arity: -2,
-    summary: "Returns a list of command names.",
+    summary: "Get an array of Redis command names",
     since: "7.0.0",
     complexity: "O(N) where N is the total number of Redis commands",
     run: list,
@@ -155,6 +155,7 @@ const GETKEYSANDFLAGS: Spec = Spec {
 
 const COMMAND_HELP: Spec = Spec {
     name: "command|help",
+    group: "server",
     acl: &["@slow", "@connection"],
     since: "5.0.0",
     ..HELP

@@ -14,7 +14,7 @@ pub const SPEC: Spec = Spec {
     arity: -2,
     acl: &["@slow"],
     group: "server",
-    summary: "A container for server configuration commands.",
+    summary: "A container for server configuration commands",
     since: "2.0.0",
     complexity: "Depends on subcommand.",
     subcommands: &[&GET, &SET, &RESETSTAT, &REWRITE, &CONFIG_HELP],
@@ -32,7 +32,7 @@ const SUB: Spec = Spec {
 const GET: Spec = Spec {
     name: "config|get",
     arity: -3,
-    summary: "Returns the effective values of configuration parameters.",
+    summary: "Get the values of configuration parameters",
     complexity: "O(N) when N is the number of configuration parameters provided",
     run: get,
     ..SUB
@@ -41,7 +41,7 @@ const GET: Spec = Spec {
 const SET: Spec = Spec {
     name: "config|set",
     arity: -4,
-    summary: "Sets configuration parameters in-flight.",
+    summary: "Set configuration parameters to the given values",
     complexity: "O(N) when N is the number of configuration parameters provided",
     run: set,
     ..SUB
@@ -50,7 +50,7 @@ const SET: Spec = Spec {
 const RESETSTAT: Spec = Spec {
     name: "config|resetstat",
     arity: 2,
-    summary: "Resets the server's statistics.",
+    summary: "Reset the stats returned by INFO",
     run: |ctx, _| {
         ctx.server.stats.reset();
         crate::lazyfree::reset_stats();
@@ -63,7 +63,7 @@ const RESETSTAT: Spec = Spec {
 const REWRITE: Spec = Spec {
     name: "config|rewrite",
     arity: 2,
-    summary: "Persists the effective configuration to file.",
+    summary: "Rewrite the configuration file with the in memory configuration",
     since: "2.8.0",
     run: rewrite,
     ..SUB
@@ -71,6 +71,7 @@ const REWRITE: Spec = Spec {
 
 const CONFIG_HELP: Spec = Spec {
     name: "config|help",
+    group: "server",
     since: "5.0.0",
     ..HELP
 };

@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["readonly", "fast"],
     acl: &["@keyspace", "@read", "@fast"],
     group: "server",
-    summary: "Returns the number of keys in the database.",
+    summary: "Return the number of keys in the selected database",
     run,
     ..BASE
 };

@@ -32,7 +32,7 @@ pub const SPEC: Spec = Spec {
     flags: &["admin", "noscript", "loading", "stale"],
     acl: &["@admin", "@slow", "@dangerous"],
     group: "server",
-    summary: "A container for debugging commands.",
+    summary: "A container for debugging commands",
     complexity: "Depends on subcommand.",
     run,
     ..BASE

@@ -15,7 +15,7 @@ pub const FLUSHDB: Spec = Spec {
     flags: &["write"],
     acl: &["@keyspace", "@write", "@slow", "@dangerous"],
     group: "server",
-    summary: "Remove all keys from the current database.",
+    summary: "Remove all keys from the current database",
     complexity: "O(N) where N is the number of keys in the selected database",
     run: |ctx, args| flush(ctx, args, false),
     ..BASE
@@ -28,7 +28,7 @@ pub const FLUSHALL: Spec = Spec {
     flags: &["write"],
     acl: &["@keyspace", "@write", "@slow", "@dangerous"],
     group: "server",
-    summary: "Removes all keys from all databases.",
+    summary: "Remove all keys from all databases",
     complexity: "O(N) where N is the total number of keys in all databases",
     run: |ctx, args| flush(ctx, args, true),
     ..BASE

@@ -22,7 +22,7 @@ pub const SPEC: Spec = Spec {
     flags: &["loading", "stale"],
     acl: &["@slow", "@dangerous"],
     group: "server",
-    summary: "Returns information and statistics about the server.",
+    summary: "Get information and statistics about the server",
     run,
     ..BASE
 };

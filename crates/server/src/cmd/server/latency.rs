@@ -19,7 +19,7 @@ pub const SPEC: Spec = Spec {
     arity: -2,
     acl: &["@slow"],
     group: "server",
-    summary: "A container for latency diagnostics commands.",
+    summary: "A container for latency diagnostics commands",
     since: "2.8.13",
     complexity: "Depends on subcommand.",
     subcommands: &[
@@ -119,7 +119,7 @@ const HISTOGRAM: Spec = Spec {
     flags: &["admin", "noscript", "loading", "stale"],
     acl: &["@admin", "@slow", "@dangerous"],
     group: "server",
-    summary: "Returns the cumulative distribution of latencies of a subset or all commands.",
+    summary: "Return the cumulative distribution of latencies of a subset of commands or all.",
     since: "7.0.0",
     complexity: "O(N) where N is the number of commands with latency information being retrieved.",
     run: histogram,
@@ -128,6 +128,8 @@ const HISTOGRAM: Spec = Spec {
 
 const LATENCY_HELP: Spec = Spec {
     name: "latency|help",
+    summary: "Show helpful text about the different subcommands.",
+    group: "server",
     since: "2.8.13",
     ..HELP
 };

@@ -16,6 +16,7 @@ use crate::cmd::context::{is, parse_i64, Ctx, Error, Spec, BASE, REDIS_COMPAT_VE
 /// LOLWUT.
 pub const SPEC: Spec = Spec {
     name: "lolwut",
+    complexity: "",
     arity: -1,
     flags: &["readonly", "fast"],
     acl: &["@read", "@fast"],

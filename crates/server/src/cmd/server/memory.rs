@@ -19,9 +19,10 @@ use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE, HELP};
 /// MEMORY (container).
 pub const SPEC: Spec = Spec {
     name: "memory",
+    group: "server",
     arity: -2,
     acl: &["@slow"],
-    summary: "A container for memory diagnostics commands.",
+    summary: "A container for memory diagnostics commands",
     since: "4.0.0",
     complexity: "Depends on subcommand.",
     subcommands: &[&USAGE, &STATS, &DOCTOR, &PURGE, &MALLOC_STATS, &MEMORY_HELP],
@@ -30,11 +31,12 @@ pub const SPEC: Spec = Spec {
 
 const USAGE: Spec = Spec {
     name: "memory|usage",
+    group: "server",
     arity: -3,
     flags: &["readonly"],
     keys: (2, 2, 1),
     acl: &["@read", "@slow"],
-    summary: "Estimates the memory usage of a key.",
+    summary: "Estimate the memory usage of a key",
     since: "4.0.0",
     complexity: "O(N) where N is the number of samples.",
     run: usage,
@@ -43,9 +45,10 @@ const USAGE: Spec = Spec {
 
 const STATS: Spec = Spec {
     name: "memory|stats",
+    group: "server",
     arity: 2,
     acl: &["@slow"],
-    summary: "Returns details about memory usage.",
+    summary: "Show memory usage details",
     since: "4.0.0",
     run: stats,
     ..BASE
@@ -53,6 +56,7 @@ const STATS: Spec = Spec {
 
 const DOCTOR: Spec = Spec {
     name: "memory|doctor",
+    group: "server",
     arity: 2,
     acl: &["@slow"],
     summary: "Outputs memory problems report",
@@ -63,6 +67,7 @@ const DOCTOR: Spec = Spec {
 
 const PURGE: Spec = Spec {
     name: "memory|purge",
+    group: "server",
     arity: 2,
     acl: &["@slow"],
     summary: "Ask the allocator to release memory",
@@ -78,6 +83,7 @@ const PURGE: Spec = Spec {
 
 const MALLOC_STATS: Spec = Spec {
     name: "memory|malloc-stats",
+    group: "server",
     arity: 2,
     acl: &["@slow"],
     summary: "Show allocator internal stats",
@@ -93,6 +99,7 @@ const MALLOC_STATS: Spec = Spec {
 
 const MEMORY_HELP: Spec = Spec {
     name: "memory|help",
+    group: "server",
     since: "4.0.0",
     ..HELP
 };

@@ -7,6 +7,7 @@ use crate::cmd::context::{Ctx, Error, Spec, BASE};
 /// MONITOR.
 pub const SPEC: Spec = Spec {
     name: "monitor",
+    complexity: "",
     arity: 1,
     flags: &["admin", "noscript", "loading", "stale"],
     acl: &["@admin", "@slow", "@dangerous"],

@@ -16,7 +16,7 @@ pub const SPEC: Spec = Spec {
     flags: &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
     acl: &["@admin", "@slow", "@dangerous"],
     group: "server",
-    summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+    summary: "Synchronously save the dataset to disk and then shut down the server",
     complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
     run,
     ..BASE

@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     arity: -2,
     acl: &["@slow"],
     group: "server",
-    summary: "A container for slow log commands.",
+    summary: "A container for slow log commands",
     since: "2.2.12",
     complexity: "Depends on subcommand.",
     subcommands: &[&GET, &LEN, &RESET, &SLOWLOG_HELP],
@@ -29,7 +29,7 @@ const SUB: Spec = Spec {
 const GET: Spec = Spec {
     name: "slowlog|get",
     arity: -2,
-    summary: "Returns the slow log's entries.",
+    summary: "Get the slow log's entries",
     complexity: "O(N) where N is the number of entries returned",
     run: get,
     ..SUB
@@ -38,7 +38,7 @@ const GET: Spec = Spec {
 const LEN: Spec = Spec {
     name: "slowlog|len",
     arity: 2,
-    summary: "Returns the number of entries in the slow log.",
+    summary: "Get the slow log's length",
     run: |ctx, _| {
         let len = ctx.server.slowlog.len();
         ctx.w().integer(len as i64);
@@ -50,7 +50,7 @@ const LEN: Spec = Spec {
 const RESET: Spec = Spec {
     name: "slowlog|reset",
     arity: 2,
-    summary: "Clears all entries from the slow log.",
+    summary: "Clear all entries from the slow log",
     complexity: "O(N) where N is the number of entries in the slowlog",
     run: |ctx, _| {
         ctx.server.slowlog.reset();
@@ -62,6 +62,7 @@ const RESET: Spec = Spec {
 
 const SLOWLOG_HELP: Spec = Spec {
     name: "slowlog|help",
+    group: "server",
     since: "6.2.0",
     ..HELP
 };

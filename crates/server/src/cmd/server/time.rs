@@ -11,7 +11,7 @@ pub const SPEC: Spec = Spec {
     flags: &["loading", "stale", "fast"],
     acl: &["@fast"],
     group: "server",
-    summary: "Returns the server time.",
+    summary: "Return the current server time",
     since: "2.6.0",
     run,
     ..BASE

@@ -13,7 +13,7 @@ pub const SADD: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@set", "@fast"],
     group: "set",
-    summary: "Adds one or more members to a set. Creates the key if it doesn't exist.",
+    summary: "Add one or more members to a set",
     complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     run: |ctx, args| {
         let limits = limits(ctx);
@@ -32,8 +32,7 @@ pub const SADD: Spec = Spec {
 pub const SREM: Spec = Spec {
     name: "srem",
     flags: &["write", "fast"],
-    summary:
-        "Removes one or more members from a set. Deletes the set if the last member was removed.",
+    summary: "Remove one or more members from a set",
     complexity: "O(N) where N is the number of members to be removed.",
     run: |ctx, args| {
         let removed = update(ctx, &args[1], Missing::Skip, "srem", |set: &mut Set| {

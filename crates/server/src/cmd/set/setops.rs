@@ -64,40 +64,43 @@ const fn store_spec(
     }
 }
 
+const INTER_COMPLEXITY: &str =
+    "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.";
+
 /// SINTER.
-pub const SINTER: Spec = read_spec(
-    "sinter",
-    "Returns the intersect of multiple sets.",
-    |ctx, args| reply_members(ctx, &args[1..], Op::Inter),
-);
+pub const SINTER: Spec = Spec {
+    complexity: INTER_COMPLEXITY,
+    ..read_spec("sinter", "Intersect multiple sets", |ctx, args| {
+        reply_members(ctx, &args[1..], Op::Inter)
+    })
+};
 /// SUNION.
-pub const SUNION: Spec = read_spec(
-    "sunion",
-    "Returns the union of multiple sets.",
-    |ctx, args| reply_members(ctx, &args[1..], Op::Union),
-);
+pub const SUNION: Spec = read_spec("sunion", "Add multiple sets", |ctx, args| {
+    reply_members(ctx, &args[1..], Op::Union)
+});
 /// SDIFF.
-pub const SDIFF: Spec = read_spec(
-    "sdiff",
-    "Returns the difference of multiple sets.",
-    |ctx, args| reply_members(ctx, &args[1..], Op::Diff),
-);
+pub const SDIFF: Spec = read_spec("sdiff", "Subtract multiple sets", |ctx, args| {
+    reply_members(ctx, &args[1..], Op::Diff)
+});
 /// SINTERSTORE.
-pub const SINTERSTORE: Spec = store_spec(
-    "sinterstore",
-    "Stores the intersect of multiple sets in a key.",
-    |ctx, args| store(ctx, args, Op::Inter),
-);
+pub const SINTERSTORE: Spec = Spec {
+    complexity: INTER_COMPLEXITY,
+    ..store_spec(
+        "sinterstore",
+        "Intersect multiple sets and store the resulting set in a key",
+        |ctx, args| store(ctx, args, Op::Inter),
+    )
+};
 /// SUNIONSTORE.
 pub const SUNIONSTORE: Spec = store_spec(
     "sunionstore",
-    "Stores the union of multiple sets in a key.",
+    "Add multiple sets and store the resulting set in a key",
     |ctx, args| store(ctx, args, Op::Union),
 );
 /// SDIFFSTORE.
 pub const SDIFFSTORE: Spec = store_spec(
     "sdiffstore",
-    "Stores the difference of multiple sets in a key.",
+    "Subtract multiple sets and store the resulting set in a key",
     |ctx, args| store(ctx, args, Op::Diff),
 );
 
@@ -108,10 +111,10 @@ pub const SINTERCARD: Spec = Spec {
     getkeys: Some(keys::counted::<1>),
     flags: &["readonly", "movablekeys"],
     since: "7.0.0",
-    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    complexity: INTER_COMPLEXITY,
     ..read_spec(
         "sintercard",
-        "Returns the number of members of the intersect of multiple sets.",
+        "Intersect multiple sets and return the cardinality of the result",
         intercard,
     )
 };

@@ -28,7 +28,7 @@ const fn spec(
 pub const SISMEMBER: Spec = spec(
     "sismember",
     3,
-    "Determines whether a member belongs to a set.",
+    "Determine if a given value is a member of a set",
     |ctx, args| {
         read(ctx, &args[1], |ctx, set: Option<&Set>| {
             ctx.w()
@@ -45,7 +45,7 @@ pub const SMISMEMBER: Spec = Spec {
     ..spec(
         "smismember",
         -3,
-        "Determines whether multiple members belong to a set.",
+        "Returns the membership associated with the given elements for a set",
         |ctx, args| {
             read(ctx, &args[1], |ctx, set: Option<&Set>| {
                 let mut w = ctx.w();
@@ -63,7 +63,7 @@ pub const SMISMEMBER: Spec = Spec {
 pub const SCARD: Spec = spec(
     "scard",
     2,
-    "Returns the number of members in a set.",
+    "Get the number of members in a set",
     |ctx, args| {
         read(ctx, &args[1], |ctx, set: Option<&Set>| {
             ctx.w().integer(set.map_or(0, Set::len) as i64);
@@ -80,7 +80,7 @@ pub const SMEMBERS: Spec = Spec {
     ..spec(
         "smembers",
         2,
-        "Returns all members of a set.",
+        "Get all the members in a set",
         |ctx, args| {
             read(ctx, &args[1], |ctx, set: Option<&Set>| {
                 let mut w = ctx.w();

@@ -14,7 +14,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 2, 1),
     acl: &["@write", "@set", "@fast"],
     group: "set",
-    summary: "Moves a member from one set to another.",
+    summary: "Move a member from one set to another",
     run: |ctx, args| {
         let (source, destination, member) = (&args[1], &args[2], &args[3]);
         let limits = limits(ctx);

@@ -15,8 +15,9 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@set", "@fast"],
     group: "set",
-    summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
-    complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+    summary: "Remove and return one or multiple random members from a set",
+    complexity:
+        "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
     run,
     ..BASE
 };

@@ -23,7 +23,7 @@ const fn spec(
         group,
         summary,
         since: "2.8.0",
-        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
         run,
         ..BASE
     }
@@ -34,7 +34,7 @@ pub const HSCAN: Spec = spec(
     "hscan",
     "hash",
     &["@read", "@hash", "@slow"],
-    "Iterates over fields and values of a hash.",
+    "Incrementally iterate hash fields and associated values",
     |ctx, args| {
         let (cursor, options) = scan_options(args)?;
         let (next, found) = read(ctx, &args[1], |_, hash: Option<&Hash>| {
@@ -59,7 +59,7 @@ pub const SSCAN: Spec = spec(
     "sscan",
     "set",
     &["@read", "@set", "@slow"],
-    "Iterates over members of a set.",
+    "Incrementally iterate Set elements",
     |ctx, args| {
         let (cursor, options) = scan_options(args)?;
         let (next, found) = read(ctx, &args[1], |_, set: Option<&Set>| {
@@ -83,7 +83,7 @@ pub const ZSCAN: Spec = spec(
     "zscan",
     "sorted-set",
     &["@read", "@sortedset", "@slow"],
-    "Iterates over members and scores of a sorted set.",
+    "Incrementally iterate sorted sets elements and associated scores",
     |ctx, args| {
         let (cursor, options) = scan_options(args)?;
         let (next, found) = read(ctx, &args[1], |_, zset: Option<&ZSet>| {

@@ -11,12 +11,13 @@ use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 /// APPEND.
 pub const SPEC: Spec = Spec {
     name: "append",
+    complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
     arity: 3,
     flags: &["write", "denyoom", "fast"],
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@fast"],
     group: "string",
-    summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.",
+    summary: "Append a value to a key",
     since: "2.0.0",
     run,
     ..BASE

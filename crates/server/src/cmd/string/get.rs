@@ -12,7 +12,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@read", "@string", "@fast"],
     group: "string",
-    summary: "Returns the string value of a key.",
+    summary: "Get the value of a key",
     run,
     ..BASE
 };

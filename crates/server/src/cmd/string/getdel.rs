@@ -12,7 +12,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@fast"],
     group: "string",
-    summary: "Returns the string value of a key after deleting the key.",
+    summary: "Get the value of a key and delete the key",
     since: "6.2.0",
     run,
     ..BASE

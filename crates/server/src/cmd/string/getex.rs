@@ -15,7 +15,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@fast"],
     group: "string",
-    summary: "Returns the string value of a key after setting its expiration time.",
+    summary: "Get the value of a key and optionally set its expiration",
     since: "6.2.0",
     run,
     ..BASE

@@ -13,9 +13,9 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@read", "@string", "@slow"],
     group: "string",
-    summary: "Returns a substring of the string stored at a key.",
+    summary: "Get a substring of the string stored at a key",
     since: "2.4.0",
-    complexity: "O(N) where N is the length of the returned string.",
+    complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
     run,
     ..BASE
 };

@@ -13,7 +13,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@fast"],
     group: "string",
-    summary: "Returns the previous string value of a key after setting it to a new value.",
+    summary: "Set the string value of a key and return its old value",
     run,
     ..BASE
 };

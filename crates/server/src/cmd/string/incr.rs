@@ -29,31 +29,33 @@ const fn spec(
 pub const INCR: Spec = spec(
     "incr",
     2,
-    "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+    "Increment the integer value of a key by one",
     |ctx, args| add(ctx, &args[1], 1),
 );
 /// DECR.
 pub const DECR: Spec = spec(
     "decr",
     2,
-    "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+    "Decrement the integer value of a key by one",
     |ctx, args| add(ctx, &args[1], -1),
 );
 /// INCRBY.
 pub const INCRBY: Spec = spec(
     "incrby",
     3,
-    "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+    "Increment the integer value of a key by the given amount",
     |ctx, args| add(ctx, &args[1], parse_i64(&args[2])?),
 );
 /// DECRBY.
 pub const DECRBY: Spec = spec(
     "decrby",
     3,
-    "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
+    "Decrement the integer value of a key by the given number",
     |ctx, args| {
         let by = parse_i64(&args[2])?;
-        let negated = by.checked_neg().ok_or(Error::from("ERR decrement would overflow"))?;
+        let negated = by
+            .checked_neg()
+            .ok_or(Error::from("ERR decrement would overflow"))?;
         add(ctx, &args[1], negated)
     },
 );

@@ -16,7 +16,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@fast"],
     group: "string",
-    summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+    summary: "Increment the float value of a key by the given amount",
     since: "2.6.0",
     run,
     ..BASE

@@ -13,7 +13,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, -1, 1),
     acl: &["@read", "@string", "@fast"],
     group: "string",
-    summary: "Atomically returns the string values of one or more keys.",
+    summary: "Get the values of all the given keys",
     complexity: "O(N) where N is the number of keys to retrieve.",
     run,
     ..BASE

@@ -18,7 +18,7 @@ pub const MSET: Spec = Spec {
     keys: (1, -1, 2),
     acl: &["@write", "@string", "@slow"],
     group: "string",
-    summary: "Atomically creates or modifies the string values of one or more keys.",
+    summary: "Set multiple keys to multiple values",
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
     run: mset,
@@ -33,8 +33,7 @@ pub const MSETNX: Spec = Spec {
     keys: (1, -1, 2),
     acl: &["@write", "@string", "@slow"],
     group: "string",
-    summary:
-        "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+    summary: "Set multiple keys to multiple values, only if none of the keys exist",
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
     run: msetnx,

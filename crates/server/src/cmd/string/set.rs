@@ -19,8 +19,7 @@ pub const SET: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@slow"],
     group: "string",
-    summary:
-        "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+    summary: "Set the string value of a key",
     run: set,
     ..BASE
 };
@@ -33,7 +32,7 @@ pub const SETNX: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@fast"],
     group: "string",
-    summary: "Set the string value of a key only when the key doesn't exist.",
+    summary: "Set the value of a key, only if the key does not exist",
     run: setnx,
     ..BASE
 };
@@ -46,8 +45,7 @@ pub const SETEX: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@slow"],
     group: "string",
-    summary:
-        "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
+    summary: "Set the value and expiration of a key",
     since: "2.0.0",
     run: setex,
     ..BASE
@@ -61,7 +59,7 @@ pub const PSETEX: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@slow"],
     group: "string",
-    summary: "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
+    summary: "Set the value and expiration in milliseconds of a key",
     since: "2.6.0",
     run: psetex,
     ..BASE

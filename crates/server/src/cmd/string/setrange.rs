@@ -16,9 +16,9 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@string", "@slow"],
     group: "string",
-    summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
+    summary: "Overwrite part of a string at key starting at the specified offset",
     since: "2.2.0",
-    complexity: "O(1), not counting the time taken to copy the new string in place.",
+    complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
     run,
     ..BASE
 };

@@ -12,7 +12,7 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@read", "@string", "@fast"],
     group: "string",
-    summary: "Returns the length of a string value.",
+    summary: "Get the length of the value stored in a key",
     since: "2.2.0",
     run,
     ..BASE

@@ -69,32 +69,46 @@ const fn spec(
 }
 
 /// MULTI.
-pub const MULTI: Spec = spec("multi", 1, "Starts a transaction.", |ctx, _| {
-    if ctx.client.tx.queued.is_some() {
-        return Err("ERR MULTI calls can not be nested".into());
-    }
-    ctx.client.tx.queued = Some(Vec::new());
-    ctx.w().ok();
-    Ok(())
-});
+pub const MULTI: Spec = spec(
+    "multi",
+    1,
+    "Mark the start of a transaction block",
+    |ctx, _| {
+        if ctx.client.tx.queued.is_some() {
+            return Err("ERR MULTI calls can not be nested".into());
+        }
+        ctx.client.tx.queued = Some(Vec::new());
+        ctx.w().ok();
+        Ok(())
+    },
+);
 
 /// EXEC.
 pub const EXEC: Spec = Spec {
     flags: &["noscript", "loading", "stale", "skip_slowlog"],
     acl: &["@slow", "@transaction"],
     complexity: "Depends on commands in the transaction",
-    ..spec("exec", 1, "Executes all commands in a transaction.", exec)
+    ..spec("exec", 1, "Execute all commands issued after MULTI", exec)
 };
 
 /// DISCARD.
-pub const DISCARD: Spec = spec("discard", 1, "Discards a transaction.", |ctx, _| {
-    if ctx.client.tx.queued.is_none() {
-        return Err("ERR DISCARD without MULTI".into());
-    }
-    discard(ctx.server, ctx.client, ctx.now_ms);
-    ctx.w().ok();
-    Ok(())
-});
+pub const DISCARD: Spec = Spec {
+    since: "2.0.0",
+    complexity: "O(N), when N is the number of queued commands",
+    ..spec(
+        "discard",
+        1,
+        "Discard all commands issued after MULTI",
+        |ctx, _| {
+            if ctx.client.tx.queued.is_none() {
+                return Err("ERR DISCARD without MULTI".into());
+            }
+            discard(ctx.server, ctx.client, ctx.now_ms);
+            ctx.w().ok();
+            Ok(())
+        },
+    )
+};
 
 /// WATCH.
 pub const WATCH: Spec = Spec {
@@ -105,7 +119,7 @@ pub const WATCH: Spec = Spec {
     ..spec(
         "watch",
         -2,
-        "Monitors changes to keys to determine the execution of a transaction.",
+        "Watch the given keys to determine execution of the MULTI/EXEC block",
         watch,
     )
 };
@@ -113,16 +127,11 @@ pub const WATCH: Spec = Spec {
 /// UNWATCH.
 pub const UNWATCH: Spec = Spec {
     since: "2.2.0",
-    ..spec(
-        "unwatch",
-        1,
-        "Forgets about watched keys of a transaction.",
-        |ctx, _| {
-            unwatch_all(ctx.server, ctx.client, ctx.now_ms);
-            ctx.w().ok();
-            Ok(())
-        },
-    )
+    ..spec("unwatch", 1, "Forget about all watched keys", |ctx, _| {
+        unwatch_all(ctx.server, ctx.client, ctx.now_ms);
+        ctx.w().ok();
+        Ok(())
+    })
 };
 
 fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {

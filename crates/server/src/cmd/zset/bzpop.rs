@@ -15,7 +15,7 @@ pub const BZPOPMIN: Spec = Spec {
     keys: (1, -2, 1),
     acl: &["@write", "@sortedset", "@fast", "@blocking"],
     group: "sorted-set",
-    summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+    summary: "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
     run: |ctx, args| pop_first(ctx, args, Wait::ZSet {
@@ -28,7 +28,7 @@ pub const BZPOPMIN: Spec = Spec {
 /// BZPOPMAX.
 pub const BZPOPMAX: Spec = Spec {
     name: "bzpopmax",
-    summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+    summary: "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
     run: |ctx, args| pop_first(ctx, args, Wait::ZSet {
         max: true,
         count: None,

@@ -117,9 +117,10 @@ pub const ZADD: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@sortedset", "@fast"],
     group: "sorted-set",
-    summary: "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
+    summary: "Add one or more members to a sorted set, or update its score if it already exists",
     since: "1.2.0",
-    complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+    complexity:
+        "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
     run: |ctx, args| {
         let mut flags = Flags::default();
         let mut at = 2;
@@ -164,7 +165,7 @@ pub const ZADD: Spec = Spec {
 pub const ZINCRBY: Spec = Spec {
     name: "zincrby",
     arity: 4,
-    summary: "Increments the score of a member in a sorted set.",
+    summary: "Increment the score of a member in a sorted set",
     complexity: "O(log(N)) where N is the number of elements in the sorted set.",
     run: |ctx, args| {
         let flags = Flags {
@@ -181,7 +182,7 @@ pub const ZREM: Spec = Spec {
     name: "zrem",
     arity: -3,
     flags: &["write", "fast"],
-    summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
+    summary: "Remove one or more members from a sorted set",
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     run: |ctx, args| {
         let removed = update(ctx, &args[1], Missing::Skip, "zrem", |zset: &mut ZSet| {

@@ -58,7 +58,7 @@ pub const ZPOPMIN: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@write", "@sortedset", "@fast"],
     group: "sorted-set",
-    summary: "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+    summary: "Remove and return members with the lowest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     run: |ctx, args| pop(ctx, args, false),
@@ -68,7 +68,7 @@ pub const ZPOPMIN: Spec = Spec {
 /// ZPOPMAX.
 pub const ZPOPMAX: Spec = Spec {
     name: "zpopmax",
-    summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+    summary: "Remove and return members with the highest scores in a sorted set",
     run: |ctx, args| pop(ctx, args, true),
     ..ZPOPMIN
 };
@@ -89,7 +89,7 @@ pub const ZREMRANGEBYRANK: Spec = Spec {
     arity: 4,
     flags: &["write"],
     acl: &["@write", "@sortedset", "@slow"],
-    summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
+    summary: "Remove all members in a sorted set within the given indexes",
     since: "2.0.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
     run: |ctx, args| {
@@ -102,7 +102,7 @@ pub const ZREMRANGEBYRANK: Spec = Spec {
 /// ZREMRANGEBYSCORE.
 pub const ZREMRANGEBYSCORE: Spec = Spec {
     name: "zremrangebyscore",
-    summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
+    summary: "Remove all members in a sorted set within the given scores",
     since: "1.2.0",
     run: |ctx, args| {
         let window = Window::Between(End::score(&args[2])?, End::score(&args[3])?);
@@ -114,7 +114,7 @@ pub const ZREMRANGEBYSCORE: Spec = Spec {
 /// ZREMRANGEBYLEX.
 pub const ZREMRANGEBYLEX: Spec = Spec {
     name: "zremrangebylex",
-    summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
+    summary: "Remove all members in a sorted set between the given lexicographical range",
     since: "2.8.9",
     run: |ctx, args| {
         let window = Window::Between(End::lex(&args[2])?, End::lex(&args[3])?);

@@ -20,9 +20,9 @@ pub const SPEC: Spec = Spec {
     keys: (1, 1, 1),
     acl: &["@read", "@sortedset", "@slow"],
     group: "sorted-set",
-    summary: "Returns one or more random members from a sorted set.",
+    summary: "Get one or multiple random elements from a sorted set",
     since: "6.2.0",
-    complexity: "O(N) where N is the number of members returned",
+    complexity: "O(N) where N is the number of elements returned",
     run,
     ..BASE
 };

@@ -178,7 +178,7 @@ const fn spec(
 pub const ZRANGE: Spec = spec(
     "zrange",
     -4,
-    "Returns members in a sorted set within a range of indexes.",
+    "Return a range of members in a sorted set",
     |ctx, args| range(ctx, args, None, None),
 );
 
@@ -186,17 +186,21 @@ pub const ZRANGE: Spec = spec(
 pub const ZREVRANGE: Spec = spec(
     "zrevrange",
     -4,
-    "Returns members in a sorted set within a range of indexes in reverse order.",
+    "Return a range of members in a sorted set, by index, with scores ordered from high to low",
     |ctx, args| range(ctx, args, Some(By::Index), Some(true)),
 );
+
+/// The complexity of a range by score or lex, which LIMIT can bound.
+const BOUNDED_RANGE_COMPLEXITY: &str = "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).";
 
 /// ZRANGEBYSCORE.
 pub const ZRANGEBYSCORE: Spec = Spec {
     since: "1.0.5",
+    complexity: BOUNDED_RANGE_COMPLEXITY,
     ..spec(
         "zrangebyscore",
         -4,
-        "Returns members in a sorted set within a range of scores.",
+        "Return a range of members in a sorted set, by score",
         |ctx, args| range(ctx, args, Some(By::Score), Some(false)),
     )
 };
@@ -204,10 +208,11 @@ pub const ZRANGEBYSCORE: Spec = Spec {
 /// ZREVRANGEBYSCORE.
 pub const ZREVRANGEBYSCORE: Spec = Spec {
     since: "2.2.0",
+    complexity: BOUNDED_RANGE_COMPLEXITY,
     ..spec(
         "zrevrangebyscore",
         -4,
-        "Returns members in a sorted set within a range of scores in reverse order.",
+        "Return a range of members in a sorted set, by score, with scores ordered from high to low",
         |ctx, args| range(ctx, args, Some(By::Score), Some(true)),
     )
 };
@@ -215,10 +220,11 @@ pub const ZREVRANGEBYSCORE: Spec = Spec {
 /// ZRANGEBYLEX.
 pub const ZRANGEBYLEX: Spec = Spec {
     since: "2.8.9",
+    complexity: BOUNDED_RANGE_COMPLEXITY,
     ..spec(
         "zrangebylex",
         -4,
-        "Returns members in a sorted set within a lexicographical range.",
+        "Return a range of members in a sorted set, by lexicographical range",
         |ctx, args| range(ctx, args, Some(By::Lex), Some(false)),
     )
 };
@@ -226,10 +232,11 @@ pub const ZRANGEBYLEX: Spec = Spec {
 /// ZREVRANGEBYLEX.
 pub const ZREVRANGEBYLEX: Spec = Spec {
     since: "2.8.9",
+    complexity: BOUNDED_RANGE_COMPLEXITY,
     ..spec(
         "zrevrangebylex",
         -4,
-        "Returns members in a sorted set within a lexicographical range in reverse order.",
+        "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
         |ctx, args| range(ctx, args, Some(By::Lex), Some(true)),
     )
 };
@@ -244,7 +251,7 @@ pub const ZRANGESTORE: Spec = Spec {
     ..spec(
         "zrangestore",
         -5,
-        "Stores a range of members from sorted set in a key.",
+        "Store a range of members from sorted set into another key",
         range_store,
     )
 };
@@ -272,7 +279,7 @@ pub const ZCOUNT: Spec = Spec {
     ..spec(
         "zcount",
         4,
-        "Returns the count of members in a sorted set that have scores within a range.",
+        "Count the members in a sorted set with scores within the given values",
         |ctx, args| count(ctx, args, End::score),
     )
 };
@@ -280,7 +287,7 @@ pub const ZCOUNT: Spec = Spec {
 /// ZLEXCOUNT.
 pub const ZLEXCOUNT: Spec = Spec {
     name: "zlexcount",
-    summary: "Returns the number of members in a sorted set within a lexicographical range.",
+    summary: "Count the number of members in a sorted set between a given lexicographical range",
     since: "2.8.9",
     run: |ctx, args| count(ctx, args, End::lex),
     ..ZCOUNT

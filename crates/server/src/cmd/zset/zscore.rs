@@ -29,7 +29,7 @@ const fn spec(
 pub const ZCARD: Spec = spec(
     "zcard",
     2,
-    "Returns the number of members in a sorted set.",
+    "Get the number of members in a sorted set",
     |ctx, args| {
         read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
             ctx.w().integer(zset.map_or(0, ZSet::len) as i64);
@@ -42,7 +42,7 @@ pub const ZCARD: Spec = spec(
 pub const ZSCORE: Spec = spec(
     "zscore",
     3,
-    "Returns the score of a member in a sorted set.",
+    "Get the score associated with the given member in a sorted set",
     |ctx, args| {
         read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
             match zset.and_then(|z| z.score(&args[2])) {
@@ -61,7 +61,7 @@ pub const ZMSCORE: Spec = Spec {
     ..spec(
         "zmscore",
         -3,
-        "Returns the score of one or more members in a sorted set.",
+        "Get the score associated with the given members in a sorted set",
         |ctx, args| {
             read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
                 let mut w = ctx.w();
@@ -94,14 +94,14 @@ const fn rank(
 /// ZRANK.
 pub const ZRANK: Spec = rank(
     "zrank",
-    "Returns the index of a member in a sorted set ordered by ascending scores.",
+    "Determine the index of a member in a sorted set",
     |ctx, args| write_rank(ctx, &args[1], &args[2], false),
 );
 
 /// ZREVRANK.
 pub const ZREVRANK: Spec = rank(
     "zrevrank",
-    "Returns the index of a member in a sorted set ordered by descending scores.",
+    "Determine the index of a member in a sorted set, with scores ordered from high to low",
     |ctx, args| write_rank(ctx, &args[1], &args[2], true),
 );
 

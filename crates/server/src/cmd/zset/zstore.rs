@@ -329,7 +329,7 @@ pub const ZUNION: Spec = Spec {
     complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
     ..spec(
         "zunion",
-        "Returns the union of multiple sorted sets.",
+        "Add multiple sorted sets",
         |ctx, args| run(ctx, args, Op::Union, Output::Reply),
     )
 };
@@ -339,7 +339,7 @@ pub const ZINTER: Spec = Spec {
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
     ..spec(
         "zinter",
-        "Returns the intersect of multiple sorted sets.",
+        "Intersect multiple sorted sets",
         |ctx, args| run(ctx, args, Op::Inter, Output::Reply),
     )
 };
@@ -349,7 +349,7 @@ pub const ZDIFF: Spec = Spec {
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
     ..spec(
         "zdiff",
-        "Returns the difference between multiple sorted sets.",
+        "Subtract multiple sorted sets",
         |ctx, args| run(ctx, args, Op::Diff, Output::Reply),
     )
 };
@@ -360,7 +360,7 @@ pub const ZINTERCARD: Spec = Spec {
     complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
     ..spec(
         "zintercard",
-        "Returns the number of members of the intersect of multiple sorted sets.",
+        "Intersect multiple sorted sets and return the cardinality of the result",
         |ctx, args| run(ctx, args, Op::Inter, Output::Cardinality),
     )
 };
@@ -374,7 +374,7 @@ pub const ZUNIONSTORE: Spec = Spec {
     getkeys: Some(keys::counted::<2>),
     acl: &["@write", "@sortedset", "@slow"],
     group: "sorted-set",
-    summary: "Stores the union of multiple sorted sets in a key.",
+    summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
     run: |ctx, args| run(ctx, args, Op::Union, Output::Store),
@@ -384,7 +384,7 @@ pub const ZUNIONSTORE: Spec = Spec {
 /// ZINTERSTORE.
 pub const ZINTERSTORE: Spec = Spec {
     name: "zinterstore",
-    summary: "Stores the intersect of multiple sorted sets in a key.",
+    summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
     run: |ctx, args| run(ctx, args, Op::Inter, Output::Store),
     ..ZUNIONSTORE
@@ -393,7 +393,7 @@ pub const ZINTERSTORE: Spec = Spec {
 /// ZDIFFSTORE.
 pub const ZDIFFSTORE: Spec = Spec {
     name: "zdiffstore",
-    summary: "Stores the difference of multiple sorted sets in a key.",
+    summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
     run: |ctx, args| run(ctx, args, Op::Diff, Output::Store),
