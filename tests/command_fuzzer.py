@@ -10,8 +10,9 @@ than maxmemory still reach the commands' own checks, DEBUG refused as by
 keel's default), fills a small key pool
 with one key of every type and encoding, and sends commands drawn from the
 commands keel lists in `COMMAND INFO`. Arguments follow each command's
-argument specs: keel's own `COMMAND DOCS` `arguments` where it reports them
-(at this commit it reports none), else `ARGUMENT_SYNTAX` below, written in
+argument specs: `ARGUMENT_SYNTAX` below where it has the command (it bounds
+blocking timeouts and keeps CLIENT REPLY on, which Redis's own specs do not),
+else keel's own `COMMAND DOCS` `arguments`; the syntax is written in
 Redis's documentation syntax and parsed into the same tree (key, string,
 integer, double, pattern, unix-time, pure-token, oneof, block, multiple,
 optional). Values mix ordinary ones with extremes: i64 min and max and one
@@ -636,8 +637,10 @@ def command_table(conn) -> tuple[dict, dict]:
         raise RuntimeError(f"no argument specs for {missing}: add them to ARGUMENT_SYNTAX or EXCLUDED")
     commands = {}
     for name in names:
-        reported = docs[name].get(b"arguments")
-        specs = docs_arguments(reported) if reported else parse_syntax(ARGUMENT_SYNTAX[name])
+        if name in ARGUMENT_SYNTAX:
+            specs = parse_syntax(ARGUMENT_SYNTAX[name])
+        else:
+            specs = docs_arguments(docs[name][b"arguments"])
         commands[name] = (name.upper().split("|"), specs)
     return commands, arities
 
