@@ -7,18 +7,13 @@ Only orders Redis does not define are ignored: set members, map pairs, and subco
 lists them in its hash table's order); and a container's subcommands that keel does not serve yet
 (CLIENT CACHING, ...: the compat table in README.md lists them) are left out of Redis's reply,
 as are keel's own ones Redis 7.0 does not have (CLIENT NO-TOUCH).
-On --server=redis the reference is compared with itself.
+Nothing else is ignored: every command keel serves describes itself as Redis's does. On
+--server=redis the reference is compared with itself.
 """
 
 import pytest
 
 from support import RespMap, RespSet, ServerProcess, Status
-
-# Commands keel serves on purpose differently from Redis in what these replies describe, each
-# with the reason; everything else must match.
-DELIBERATE = {
-}
-
 
 @pytest.fixture(scope="module")
 def reference():
@@ -85,8 +80,8 @@ def mismatches(server, reference, protocol, ask, normalize):
             c.call("HELLO", str(protocol))
         for name in sorted(n for n in served if "|" not in n):
             expected = normalize(ask(theirs, name, served))
-            if expected is None or name in DELIBERATE:
-                continue  # one of keel's own commands, or a deliberate difference
+            if expected is None:
+                continue  # one of keel's own commands
             got = normalize(ask(ours, name, served))
             if got != expected:
                 found.append(f"{name}: {difference(got, expected)}")
