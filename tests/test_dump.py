@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from support import OK, Err, ServerProcess, Status, free_port
+from support import OK, Err, ServerProcess, Status, encode_command, free_port
 
 BUSYKEY = Err("BUSYKEY Target key name already exists.")
 BAD_PAYLOAD = Err("ERR DUMP payload version or checksum are wrong")
@@ -434,6 +434,41 @@ def test_migrate_timeout_bounds_the_wait(pair, server_kind):
     assert reply == Err("IOERR error or timeout reading to target instance")
     assert 0.25 <= elapsed < 2.0, elapsed
     assert source.call("GET", "k") == b"v"
+
+
+def test_migrate_keeps_a_value_written_while_it_waited(server, c):
+    """A write that lands while MIGRATE waits for its target is not lost:
+    Redis runs it after MIGRATE, keel keeps the value it never sent."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    answer = threading.Event()
+
+    def target():
+        conn, _ = listener.accept()
+        conn.recv(1 << 16)
+        answer.wait(10)
+        conn.sendall(b"+OK\r\n+OK\r\n")  # SELECT, RESTORE
+        conn.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    c.call("SET", "k", "old")
+    with server.conn() as migrating, server.conn() as writer:
+        migrating.send_raw(encode_command("MIGRATE", "127.0.0.1", str(listener.getsockname()[1]),
+                                          "k", "0", "5000"))
+        time.sleep(0.2)
+        writer.send_raw(encode_command("SET", "k", "new"))
+        time.sleep(0.2)
+        answer.set()
+        assert migrating.read() == OK
+        assert writer.read() == OK
+    thread.join()
+    listener.close()
+    assert c.call("GET", "k") == b"new"
 
 
 @pytest.mark.keel_differs(reason="keel refuses a write that would pass maxmemory; Redis checks before it")

@@ -899,6 +899,9 @@ pub static DIRECTIVES: &[Directive] = &[
 /// CONFIG SET, as in Redis 7.
 pub const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
+/// How deep `include` directives may nest.
+const MAX_INCLUDE_DEPTH: usize = 16;
+
 /// Every directive: those keel honours, then those it accepts (see
 /// `redis_conf.rs`).
 pub fn all() -> impl Iterator<Item = &'static Directive> {
@@ -1085,6 +1088,16 @@ impl Config {
 
     /// Applies redis.conf-style text; errors name `source` and the line.
     pub fn apply_text(&mut self, text: &str, source: &str) -> Result<(), ConfigError> {
+        self.apply_included(text, source, 0)
+    }
+
+    /// [`Config::apply_text`] for text `depth` includes deep.
+    fn apply_included(
+        &mut self,
+        text: &str,
+        source: &str,
+        depth: usize,
+    ) -> Result<(), ConfigError> {
         for (number, raw) in text.lines().enumerate() {
             let trimmed = raw.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -1100,7 +1113,7 @@ impl Config {
                 .collect();
             match words.as_slice() {
                 [include, pattern] if include.eq_ignore_ascii_case("include") => {
-                    self.include(pattern, source).map_err(located)?
+                    self.include(pattern, source, depth).map_err(located)?
                 }
                 _ => self.apply(&words).map_err(located)?,
             }
@@ -1112,7 +1125,14 @@ impl Config {
     /// with `*` or `?` in its last part, in name order (none matching is
     /// no error, as in Redis). A relative path is taken from the including
     /// file's folder.
-    fn include(&mut self, pattern: &str, source: &str) -> Result<(), String> {
+    fn include(&mut self, pattern: &str, source: &str, depth: usize) -> Result<(), String> {
+        // A file that includes itself, directly or not, would recurse
+        // until the stack overflows (Redis's does).
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(format!(
+                "includes nested more than {MAX_INCLUDE_DEPTH} deep (a loop?)"
+            ));
+        }
         let base = std::path::Path::new(source)
             .parent()
             .unwrap_or(std::path::Path::new(""));
@@ -1145,7 +1165,8 @@ impl Config {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("can't read included file '{shown}': {e}"))?;
-            self.apply_text(&text, &shown).map_err(|e| e.0)?;
+            self.apply_included(&text, &shown, depth + 1)
+                .map_err(|e| e.0)?;
         }
         Ok(())
     }
@@ -1242,6 +1263,17 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn an_include_loop_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("keel-include-loop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("loop.conf");
+        std::fs::write(&path, "include loop.conf\n").unwrap();
+        let err = Config::from_args(&args(&[path.to_str().unwrap()])).unwrap_err();
+        assert!(err.0.contains("nested more than 16 deep"), "{}", err.0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

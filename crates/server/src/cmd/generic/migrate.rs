@@ -171,15 +171,23 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         if setup_failed || line.first() == Some(&b'-') {
             target_error.get_or_insert(line);
         } else {
-            restored.push(item.key);
+            restored.push(item);
         }
     }
     if !options.copy {
         let db = ctx.db();
-        for key in restored {
-            if let Some(old) = db.write(key).remove(key) {
+        for item in restored {
+            let mut shard = db.write(item.key);
+            // Redis's MIGRATE is atomic; keel's waits for the target with no
+            // lock held, so a write in the meantime leaves a value that was
+            // never sent: it stays.
+            let sent = shard
+                .peek(item.key)
+                .is_some_and(|entry| dump_payload(ctx, entry.value()) == item.payload);
+            if let Some(old) = sent.then(|| shard.remove(item.key)).flatten() {
+                drop(shard);
                 crate::lazyfree::free(old);
-                ctx.notify(Events::GENERIC, "del", key);
+                ctx.notify(Events::GENERIC, "del", item.key);
             }
         }
     }
