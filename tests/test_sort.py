@@ -171,3 +171,26 @@ def test_store_wakes_a_blocked_client(c, connect):
     assert c.call("SORT", "l", "STORE", "dst") == 2
     assert waiter.read() == [b"dst", b"1"]
     assert c.call("LRANGE", "dst", "0", "-1") == [b"2"]
+
+
+def peak_rss_kb(srv):
+    status = open(f"/proc/{srv.proc.pid}/status").read()
+    return int(status.split("VmHWM:")[1].split()[0])
+
+
+@pytest.mark.keel_differs(reason="keel reserves the list SORT ... STORE builds as it grows; "
+                                 "Redis builds it whole, outside maxmemory, and checks after")
+def test_sort_store_cannot_build_past_maxmemory(start_server):
+    """GET patterns multiply what SORT ... STORE builds: 500 GETs of 100
+    values of 10 KB would be 500 MB. It is refused with OOM before the list
+    outgrows maxmemory, and the process never holds it."""
+    srv = start_server({"maxmemory": "30mb", "maxmemory-policy": "noeviction"})
+    with srv.conn() as conn:
+        for i in range(100):
+            conn.call("RPUSH", "sl", str(i).encode() * 1 + b"x" * 10_000)
+        before = peak_rss_kb(srv)
+        reply = conn.call("SORT", "sl", "BY", "nosort", *(["GET", "#"] * 500), "STORE", "sd")
+        assert reply == Err("OOM command not allowed when used memory > 'maxmemory'.")
+        assert conn.call("EXISTS", "sd") == 0
+        assert peak_rss_kb(srv) - before < 100_000
+        assert conn.call("SORT", "sl", "BY", "nosort", "GET", "#", "STORE", "sd") == 100

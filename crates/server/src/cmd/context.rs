@@ -292,6 +292,24 @@ impl<'a> Ctx<'a> {
         Err(errors::OOM.into())
     }
 
+    /// Reserves `bytes` of a value the command builds before it stores it
+    /// (SORT ... STORE), so building it cannot pass `maxmemory` before the
+    /// whole is reserved; [`Ctx::release_building`] ends it once the value
+    /// is built, just before it is stored (and reserved) whole.
+    pub fn reserve_building(&mut self, bytes: usize) -> Result<(), Error> {
+        if self.room.try_grow(bytes) {
+            return Ok(());
+        }
+        self.room_needed = Some(bytes);
+        Err(errors::OOM.into())
+    }
+
+    /// Ends `bytes` of what [`Ctx::reserve_building`] reserved.
+    pub fn release_building(&mut self, bytes: usize) {
+        let kept = self.room.bytes() - bytes;
+        self.room.shrink_to(kept);
+    }
+
     /// The selected database at this command's instant; with CLIENT
     /// NO-TOUCH on, accesses through it leave keys' LRU/LFU data alone.
     pub fn db(&self) -> keel_store::Db<'a> {

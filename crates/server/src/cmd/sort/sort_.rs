@@ -28,7 +28,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use bytes::Bytes;
-use keel_store::{End, Entry, List, Value, ValueRef};
+use keel_store::{End, Entry, Limits, List, Value, ValueRef};
 
 use crate::cmd::context::collection::{limits, store_in};
 use crate::cmd::context::{
@@ -67,6 +67,41 @@ pub const SORT_RO: Spec = Spec {
     run: |ctx, args| sort(ctx, args, true),
     ..SORT
 };
+
+/// The list SORT ... STORE builds, reserved as it grows: GET patterns
+/// multiply what it holds, so it may be far larger than anything stored.
+#[derive(Default)]
+struct Building {
+    /// Bytes pushed, with a list's per-element cost.
+    bytes: usize,
+    /// Bytes reserved for them, in steps of at least [`BUILDING_STEP`].
+    reserved: usize,
+}
+
+/// Reservation step while building: one room check per this many bytes.
+const BUILDING_STEP: usize = 64 * 1024;
+
+/// What a list element costs beside its bytes, as far as reserving goes.
+const ELEMENT_OVERHEAD: usize = 16;
+
+impl Building {
+    fn push(
+        &mut self,
+        ctx: &mut Ctx,
+        list: &mut List,
+        element: &[u8],
+        limits: &Limits,
+    ) -> Result<(), Error> {
+        self.bytes += element.len() + ELEMENT_OVERHEAD;
+        if self.bytes > self.reserved {
+            let step = (self.bytes - self.reserved).max(BUILDING_STEP);
+            ctx.reserve_building(step)?;
+            self.reserved += step;
+        }
+        list.push(End::Right, element, limits);
+        Ok(())
+    }
+}
 
 /// SORT's keys: its source, and the destination of STORE. (BY and GET
 /// patterns name keys that only the source's contents tell; they are not
@@ -444,20 +479,22 @@ fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
         db.write_many(&[source, destination])
     };
     let mut list = List::default();
+    let mut building = Building::default();
     {
         let lookup = |key: &[u8]| locked.peek(key);
         let entry = lookup(source);
         lookups.count(source, entry.is_some());
         for element in select(sortable(entry)?, &o, &lookup)? {
             if o.gets.is_empty() {
-                list.push(End::Right, &element, &limits);
+                building.push(ctx, &mut list, &element, &limits)?;
             }
             for get in &o.gets {
                 let found = get.find(&element, &lookup);
-                list.push(End::Right, found.as_deref().unwrap_or(b""), &limits);
+                building.push(ctx, &mut list, found.as_deref().unwrap_or(b""), &limits)?;
             }
         }
     }
+    ctx.release_building(building.reserved);
     let stored = list.len();
     store_in(
         ctx,
