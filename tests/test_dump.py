@@ -471,6 +471,44 @@ def test_migrate_keeps_a_value_written_while_it_waited(server, c):
     assert c.call("GET", "k") == b"new"
 
 
+def packed_list_bomb(copies: int) -> bytes:
+    """A list payload (QUICKLIST_2, one packed node) whose node is an LZF
+    string of a listpack of 2-byte entries: 3 payload bytes per 132
+    entries, each a list element once decoded."""
+    entries = 2 + copies * 264
+    listpack_len = 6 + entries + 1
+    literal = struct.pack("<IH", listpack_len, 0xFFFF) + b"\x00\x01"
+    # A back-reference of 264 bytes at distance 2 repeats the entry.
+    compressed = bytes([len(literal) - 1]) + literal + b"\xe0\xff\x01" * copies + b"\x00\xff"
+
+    def length(n):
+        return b"\x80" + struct.pack(">I", n)
+
+    node = b"\xc3" + length(len(compressed)) + length(listpack_len) + compressed
+    return seal(b"\x12\x01\x02" + node)
+
+
+def peak_rss_kb(srv):
+    status = open(f"/proc/{srv.proc.pid}/status").read()
+    return int(status.split("VmHWM:")[1].split()[0])
+
+
+@pytest.mark.keel_differs(reason="Redis keeps the listpack as it is; keel splits it into elements, "
+                                 "so it bounds what decoding may take by what maxmemory leaves")
+def test_restore_decoding_stays_within_maxmemory(start_server):
+    """300 KB of payload claiming 13 million elements is refused with OOM
+    before they are allocated (it took 1 GB of RSS), and the same shape at
+    a size that fits restores."""
+    srv = start_server({"maxmemory": "50mb", "maxmemory-policy": "noeviction"})
+    with srv.conn() as conn:
+        before = peak_rss_kb(srv)
+        assert conn.call("RESTORE", "bomb", "0", packed_list_bomb(100_000)) == Err(
+            "OOM command not allowed when used memory > 'maxmemory'.")
+        assert peak_rss_kb(srv) - before < 100_000
+        assert conn.call("RESTORE", "small", "0", packed_list_bomb(10)) == OK
+        assert conn.call("LLEN", "small") == 1321
+
+
 @pytest.mark.keel_differs(reason="keel refuses a write that would pass maxmemory; Redis checks before it")
 def test_restore_reserves_the_decoded_value(start_server):
     """A payload far smaller than its value (a compressed string) is refused

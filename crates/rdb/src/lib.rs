@@ -24,8 +24,8 @@ pub mod object;
 pub mod packed;
 pub mod payload;
 
-pub use object::{read_object, write_object};
-pub use payload::{dump, restore, PayloadError, RDB_VERSION};
+pub use object::{read_object, read_object_within, write_object, Refused};
+pub use payload::{dump, restore, restore_within, PayloadError, RDB_VERSION};
 
 /// A value as RDB carries it.
 #[derive(Debug, Clone, PartialEq)]

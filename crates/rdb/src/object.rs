@@ -82,29 +82,98 @@ const ENC_LZF: u8 = 3;
 /// Reads one object (type byte and body) from the start of `bytes`;
 /// returns it with the number of bytes it took.
 pub fn read_object(bytes: &[u8]) -> Result<(Value, usize), Malformed> {
-    let mut c = Cursor::new(bytes);
-    let value = read_body(&mut c)?;
-    Ok((value, c.pos()))
+    read_object_within(bytes, usize::MAX).map_err(|_| Malformed)
 }
 
-fn read_body(c: &mut Cursor) -> Result<Value, Malformed> {
+/// Why [`read_object_within`] refused an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a well-formed object.
+    Malformed,
+    /// Decoding it would take more than the budget.
+    OverBudget,
+}
+
+/// [`read_object`], allocating at most about `budget` bytes while
+/// decoding: a compressed string or a packed encoding can claim far more
+/// than its payload's size, so what each claims is counted against the
+/// budget before it is allocated.
+pub fn read_object_within(bytes: &[u8], budget: usize) -> Result<(Value, usize), Refused> {
+    let mut c = Cursor::new(bytes);
+    let mut b = Budget {
+        left: budget,
+        exceeded: false,
+    };
+    match read_body(&mut c, &mut b) {
+        Ok(value) => Ok((value, c.pos())),
+        Err(Malformed) if b.exceeded => Err(Refused::OverBudget),
+        Err(Malformed) => Err(Refused::Malformed),
+    }
+}
+
+/// Bytes decoding may still allocate.
+struct Budget {
+    left: usize,
+    exceeded: bool,
+}
+
+/// What an element costs beside its bytes once decoded.
+const ELEMENT_COST: usize = 32;
+
+/// What a packed encoding (listpack, ziplist, intset, zipmap) may cost per
+/// byte once split into elements: its smallest entry, 2 bytes, becomes an
+/// element of [`ELEMENT_COST`].
+const PACKED_EXPANSION: usize = ELEMENT_COST / 2;
+
+impl Budget {
+    fn spend(&mut self, bytes: usize) -> Result<(), Malformed> {
+        match self.left.checked_sub(bytes) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => {
+                self.exceeded = true;
+                Err(Malformed)
+            }
+        }
+    }
+}
+
+/// A string holding a packed encoding, charged for the elements it may
+/// split into.
+fn read_packed(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
+    let packed = read_string(c, b)?;
+    b.spend(packed.len().saturating_mul(PACKED_EXPANSION))?;
+    Ok(packed)
+}
+
+fn read_body(c: &mut Cursor, b: &mut Budget) -> Result<Value, Malformed> {
     let rdb_type = c.byte()?;
     let value = match rdb_type {
-        kind::STRING => Value::String(read_string(c)?),
+        kind::STRING => Value::String(read_string(c, b)?),
         kind::LIST => {
             let n = read_count(c, 1)?;
-            Value::List((0..n).map(|_| read_string(c)).collect::<Result<_, _>>()?)
+            Value::List(
+                (0..n)
+                    .map(|_| read_string(c, b))
+                    .collect::<Result<_, _>>()?,
+            )
         }
         kind::SET => {
             let n = read_count(c, 1)?;
-            Value::Set((0..n).map(|_| read_string(c)).collect::<Result<_, _>>()?)
+            Value::Set(
+                (0..n)
+                    .map(|_| read_string(c, b))
+                    .collect::<Result<_, _>>()?,
+            )
         }
         kind::ZSET | kind::ZSET_2 => {
             let binary = rdb_type == kind::ZSET_2;
             let n = read_count(c, 2)?;
             let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {
-                let member = read_string(c)?;
+                let member = read_string(c, b)?;
                 let score = if binary {
                     f64::from_le_bytes(c.array()?)
                 } else {
@@ -118,27 +187,29 @@ fn read_body(c: &mut Cursor) -> Result<Value, Malformed> {
             let n = read_count(c, 2)?;
             let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {
-                pairs.push((read_string(c)?, read_string(c)?));
+                pairs.push((read_string(c, b)?, read_string(c, b)?));
             }
             Value::Hash(pairs)
         }
-        kind::HASH_ZIPMAP => Value::Hash(packed::zipmap_pairs(&read_string(c)?)?),
-        kind::LIST_ZIPLIST => Value::List(packed::ziplist_entries(&read_string(c)?)?),
+        kind::HASH_ZIPMAP => Value::Hash(packed::zipmap_pairs(&read_packed(c, b)?)?),
+        kind::LIST_ZIPLIST => Value::List(packed::ziplist_entries(&read_packed(c, b)?)?),
         kind::SET_INTSET => {
-            let members = packed::intset_members(&read_string(c)?)?;
+            let members = packed::intset_members(&read_packed(c, b)?)?;
             Value::Set(members.iter().map(|n| crate::decimal(*n)).collect())
         }
-        kind::ZSET_ZIPLIST => Value::SortedSet(scored(packed::ziplist_entries(&read_string(c)?)?)?),
-        kind::ZSET_LISTPACK => {
-            Value::SortedSet(scored(packed::listpack_entries(&read_string(c)?)?)?)
+        kind::ZSET_ZIPLIST => {
+            Value::SortedSet(scored(packed::ziplist_entries(&read_packed(c, b)?)?)?)
         }
-        kind::HASH_ZIPLIST => Value::Hash(paired(packed::ziplist_entries(&read_string(c)?)?)?),
-        kind::HASH_LISTPACK => Value::Hash(paired(packed::listpack_entries(&read_string(c)?)?)?),
+        kind::ZSET_LISTPACK => {
+            Value::SortedSet(scored(packed::listpack_entries(&read_packed(c, b)?)?)?)
+        }
+        kind::HASH_ZIPLIST => Value::Hash(paired(packed::ziplist_entries(&read_packed(c, b)?)?)?),
+        kind::HASH_LISTPACK => Value::Hash(paired(packed::listpack_entries(&read_packed(c, b)?)?)?),
         kind::LIST_QUICKLIST => {
             let nodes = read_count(c, 1)?;
             let mut elements = Vec::new();
             for _ in 0..nodes {
-                elements.extend(packed::ziplist_entries(&read_string(c)?)?);
+                elements.extend(packed::ziplist_entries(&read_packed(c, b)?)?);
             }
             Value::List(elements)
         }
@@ -147,10 +218,13 @@ fn read_body(c: &mut Cursor) -> Result<Value, Malformed> {
             let mut elements = Vec::new();
             for _ in 0..nodes {
                 let container = read_length(c)?;
-                let node = read_string(c)?;
+                let node = read_string(c, b)?;
                 match container {
                     NODE_PLAIN => elements.push(node),
-                    NODE_PACKED => elements.extend(packed::listpack_entries(&node)?),
+                    NODE_PACKED => {
+                        b.spend(node.len().saturating_mul(PACKED_EXPANSION))?;
+                        elements.extend(packed::listpack_entries(&node)?)
+                    }
                     _ => return Err(Malformed),
                 }
             }
@@ -254,18 +328,20 @@ fn read_count(c: &mut Cursor, min_bytes: usize) -> Result<usize, Malformed> {
     Ok(n)
 }
 
-fn read_string(c: &mut Cursor) -> Result<Vec<u8>, Malformed> {
+fn read_string(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
     match read_length_or_encoding(c)? {
         Ok(len) => {
             let len = usize::try_from(len).map_err(|_| Malformed)?;
+            b.spend(len.saturating_add(ELEMENT_COST))?;
             Ok(c.take(len)?.to_vec())
         }
-        Err(ENC_INT8) => Ok(crate::decimal(c.int_le(1)?)),
-        Err(ENC_INT16) => Ok(crate::decimal(c.int_le(2)?)),
-        Err(ENC_INT32) => Ok(crate::decimal(c.int_le(4)?)),
+        Err(ENC_INT8) => b.spend(ELEMENT_COST).and(Ok(crate::decimal(c.int_le(1)?))),
+        Err(ENC_INT16) => b.spend(ELEMENT_COST).and(Ok(crate::decimal(c.int_le(2)?))),
+        Err(ENC_INT32) => b.spend(ELEMENT_COST).and(Ok(crate::decimal(c.int_le(4)?))),
         Err(ENC_LZF) => {
             let compressed_len = usize::try_from(read_length(c)?).map_err(|_| Malformed)?;
             let len = usize::try_from(read_length(c)?).map_err(|_| Malformed)?;
+            b.spend(len.saturating_add(ELEMENT_COST))?;
             lzf::decompress(c.take(compressed_len)?, len).ok_or(Malformed)
         }
         Err(_) => Err(Malformed),

@@ -4,7 +4,7 @@
 //! `verifyDumpPayload` make and check it.
 
 use crate::crc64::crc64;
-use crate::object::{read_object, write_object};
+use crate::object::{read_object_within, write_object, Refused};
 use crate::{Thresholds, Value};
 
 /// The RDB version Redis 7.0 writes; payloads of later versions are
@@ -21,6 +21,8 @@ pub enum PayloadError {
     VersionOrChecksum,
     /// The object itself is malformed.
     BadData,
+    /// Decoding the object would take more than the budget given.
+    OverBudget,
 }
 
 /// The DUMP payload of `value`.
@@ -35,6 +37,12 @@ pub fn dump(value: &Value, thresholds: &Thresholds) -> Vec<u8> {
 
 /// The value of a DUMP payload, its footer checked first.
 pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
+    restore_within(payload, usize::MAX)
+}
+
+/// [`restore`], allocating at most about `budget` bytes while decoding
+/// (see [`read_object_within`]).
+pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadError> {
     let body_len = payload
         .len()
         .checked_sub(FOOTER_LEN)
@@ -46,9 +54,11 @@ pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
     if version > RDB_VERSION || u64::from_le_bytes(crc) != crc64(0, &payload[..body_len + 2]) {
         return Err(PayloadError::VersionOrChecksum);
     }
-    read_object(body)
-        .map(|(value, _)| value)
-        .map_err(|_| PayloadError::BadData)
+    match read_object_within(body, budget) {
+        Ok((value, _)) => Ok(value),
+        Err(Refused::OverBudget) => Err(PayloadError::OverBudget),
+        Err(Refused::Malformed) => Err(PayloadError::BadData),
+    }
 }
 
 #[cfg(test)]

@@ -100,6 +100,13 @@ impl Server {
         Some(room)
     }
 
+    /// Bytes the dataset may still grow by before `maxmemory`, what the
+    /// writes running now reserved counted; `None` without a limit.
+    pub fn room_left(&self) -> Option<u64> {
+        let marks = self.watermarks()?;
+        Some(marks.limit.saturating_sub(self.dataset_with_reservations()))
+    }
+
     /// The dataset plus what the writes running now may still add: what
     /// both inline and background eviction keep under the limits.
     fn dataset_with_reservations(&self) -> u64 {
