@@ -241,19 +241,36 @@ fn reply(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     Ok(())
 }
 
+/// The optional last argument of CLIENT PAUSE and UNBLOCK (`args[3]`):
+/// `default` when absent, else one of `choices`, `unknown` for another
+/// word, and the subcommand syntax error for more arguments.
+fn last_option<T: Copy>(
+    args: &[Bytes],
+    default: T,
+    choices: &[(&str, T)],
+    unknown: &str,
+) -> Result<T, Error> {
+    match args.get(3..) {
+        None | Some([]) => Ok(default),
+        Some([word]) => choices
+            .iter()
+            .find(|(name, _)| is(word, name))
+            .map(|&(_, choice)| choice)
+            .ok_or_else(|| Error::from(unknown.to_string())),
+        Some(_) => Err(subcommand_syntax_error(args)),
+    }
+}
+
 /// CLIENT PAUSE timeout [WRITE | ALL]. The timeout is milliseconds from
 /// now, added as Redis adds it: one so large that the sum wraps below now
 /// pauses nothing.
 fn pause(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
-    let mode = match args.get(3) {
-        None => Mode::All,
-        Some(m) if args.len() == 4 && is(m, "write") => Mode::Write,
-        Some(m) if args.len() == 4 && is(m, "all") => Mode::All,
-        Some(_) if args.len() == 4 => {
-            return Err("ERR CLIENT PAUSE mode must be WRITE or ALL".into())
-        }
-        Some(_) => return Err(subcommand_syntax_error(args)),
-    };
+    let mode = last_option(
+        args,
+        Mode::All,
+        &[("write", Mode::Write), ("all", Mode::All)],
+        "ERR CLIENT PAUSE mode must be WRITE or ALL",
+    )?;
     let timeout = parse_i64(&args[2])
         .map_err(|_| Error::from("ERR timeout is not an integer or out of range"))?;
     if timeout < 0 {
@@ -275,15 +292,12 @@ fn pause(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 /// CLIENT UNBLOCK id [TIMEOUT | ERROR]: 1 if the client was blocked in a
 /// blocking command (BLPOP and friends) and is now unblocked.
 fn unblock(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
-    let how = match args.get(3) {
-        None => Unblock::Timeout,
-        Some(r) if args.len() == 4 && is(r, "timeout") => Unblock::Timeout,
-        Some(r) if args.len() == 4 && is(r, "error") => Unblock::Error,
-        Some(_) if args.len() == 4 => {
-            return Err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into())
-        }
-        Some(_) => return Err(subcommand_syntax_error(args)),
-    };
+    let how = last_option(
+        args,
+        Unblock::Timeout,
+        &[("timeout", Unblock::Timeout), ("error", Unblock::Error)],
+        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+    )?;
     let id = parse_i64(&args[2])?;
     let unblocked = ctx
         .server
