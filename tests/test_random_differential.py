@@ -51,7 +51,7 @@ KNOWN_DIVERGENCES: list[tuple[str, object]] = [
     ("Redis's SORT reads scores with strtod without clearing errno, so an ERANGE left by an "
      "earlier command of the same pipeline (ZADD k 1e400) fails it",
      lambda cmd, keel, redis: cmd[0].upper() in ("SORT", "SORT_RO")
-     and redis == "ERR One or more scores can't be converted into double"
+     and redis == Err("ERR One or more scores can't be converted into double")
      and not isinstance(keel, Err)),
 ]
 
