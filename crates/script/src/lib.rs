@@ -1,0 +1,9 @@
+//! keel-script: Lua scripting as Redis 7 embeds it.
+//!
+//! Bytes in, replies out: this crate holds the Lua 5.1 state (built from
+//! source by `mlua`), its sandbox, the libraries Redis makes visible to
+//! scripts, the EVAL script cache and the FUNCTION libraries. It knows
+//! nothing of sockets, shards or the keyspace: a script's `redis.call`
+//! goes to a [`Host`] the server provides, as RESP in and RESP out.
+
+pub mod libs;

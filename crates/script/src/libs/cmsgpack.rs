@@ -1,0 +1,5 @@
+use mlua::Lua;
+
+pub fn load(_lua: &Lua) -> mlua::Result<()> {
+    Ok(())
+}
