@@ -6,4 +6,11 @@
 //! nothing of sockets, shards or the keyspace: a script's `redis.call`
 //! goes to a [`Host`] the server provides, as RESP in and RESP out.
 
+mod convert;
+mod host;
 pub mod libs;
+mod rand48;
+mod vm;
+
+pub use host::{Host, LogLevel, Logger};
+pub use vm::{Control, Invocation, Vm, REDIS_VERSION};
