@@ -50,7 +50,10 @@ pub fn frame_to_lua(lua: &Lua, frame: &Frame, protocol: Protocol) -> mlua::Resul
         Frame::Map(pairs) => {
             let t = lua.create_table_with_capacity(0, pairs.len())?;
             for (k, v) in pairs {
-                t.raw_set(frame_to_lua(lua, k, protocol)?, frame_to_lua(lua, v, protocol)?)?;
+                t.raw_set(
+                    frame_to_lua(lua, k, protocol)?,
+                    frame_to_lua(lua, v, protocol)?,
+                )?;
             }
             table_of("map", Value::Table(t))?
         }
@@ -115,7 +118,7 @@ fn write_at(w: &mut Writer, value: &Value, script_protocol: Protocol, depth: usi
         Value::Boolean(true) => w.integer(1),
         Value::Boolean(false) => w.null(),
         Value::Number(n) => w.integer(c_cast(*n)),
-        Value::Integer(n) => w.integer(*n as i64),
+        Value::Integer(n) => w.integer(*n),
         Value::Table(t) => write_table(w, t, script_protocol, depth),
         _ => w.null(),
     }
@@ -180,7 +183,11 @@ fn write_table(w: &mut Writer, t: &Table, script_protocol: Protocol, depth: usiz
         return;
     }
     if let Ok(Value::Table(set)) = t.raw_get("set") {
-        let members: Vec<Value> = set.pairs::<Value, Value>().flatten().map(|(k, _)| k).collect();
+        let members: Vec<Value> = set
+            .pairs::<Value, Value>()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
         w.set(members.len());
         for member in &members {
             write_at(w, member, script_protocol, depth + 1);
@@ -231,7 +238,10 @@ pub fn format_g17(n: f64) -> String {
     let exponent: i32 = exponent.parse().expect("an integer exponent");
     let trim = |digits: &str| -> String {
         if digits.contains('.') {
-            digits.trim_end_matches('0').trim_end_matches('.').to_string()
+            digits
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
         } else {
             digits.to_string()
         }

@@ -7,10 +7,14 @@
 //! goes to a [`Host`] the server provides, as RESP in and RESP out.
 
 mod convert;
+mod eval;
+mod flags;
 mod host;
 pub mod libs;
 mod rand48;
 mod vm;
 
+pub use eval::{sha1_hex, Scripts, MAX_EVAL_SCRIPTS};
+pub use flags::ScriptFlags;
 pub use host::{Host, LogLevel, Logger};
 pub use vm::{Control, Invocation, Vm, REDIS_VERSION};

@@ -35,7 +35,12 @@ impl Rand48 {
 
     /// `redisLrand48`: the next number in 0..2^31.
     pub fn next(&self) -> u64 {
-        let next = self.0.load(Ordering::Relaxed).wrapping_mul(MULTIPLIER).wrapping_add(INCREMENT) & MASK;
+        let next = self
+            .0
+            .load(Ordering::Relaxed)
+            .wrapping_mul(MULTIPLIER)
+            .wrapping_add(INCREMENT)
+            & MASK;
         self.0.store(next, Ordering::Relaxed);
         next >> 17
     }

@@ -81,9 +81,15 @@ fn raise(message: impl Into<String>) -> mlua::Error {
 /// What a script was called with.
 pub enum Invocation<'a> {
     /// EVAL: `KEYS` and `ARGV` are globals.
-    Eval { keys: &'a [Bytes], args: &'a [Bytes] },
+    Eval {
+        keys: &'a [Bytes],
+        args: &'a [Bytes],
+    },
     /// FCALL: the callback gets them as its two arguments.
-    Function { keys: &'a [Bytes], args: &'a [Bytes] },
+    Function {
+        keys: &'a [Bytes],
+        args: &'a [Bytes],
+    },
 }
 
 /// State of one call, shared by its per-call API functions.
@@ -133,7 +139,13 @@ impl Vm {
                 Ok(())
             })?
         };
-        let (env, handler, protect, environment, globals): (Table, Function, Function, Function, Table) = lua
+        let (env, handler, protect, environment, globals): (
+            Table,
+            Function,
+            Function,
+            Function,
+            Table,
+        ) = lua
             .load(include_str!("lua/sandbox.lua"))
             .set_name("=sandbox")
             .call((normalize, random, randomseed, redis.clone()))?;
@@ -146,7 +158,12 @@ impl Vm {
                  end",
             )
             .set_name("=runner")
-            .call((handler, lua.globals().get::<Function>("xpcall")?, lua.globals().get::<Function>("select")?, lua.globals().get::<Function>("unpack")?))?;
+            .call((
+                handler,
+                lua.globals().get::<Function>("xpcall")?,
+                lua.globals().get::<Function>("select")?,
+                lua.globals().get::<Function>("unpack")?,
+            ))?;
         if heap_limit > 0 {
             lua.set_memory_limit(lua.used_memory() + heap_limit)?;
         }
@@ -254,9 +271,10 @@ impl Vm {
                     self.globals.raw_set("ARGV", table_of(args)?)?;
                     self.runner.call::<(bool, Value)>(function)
                 }
-                Invocation::Function { keys, args } => self
-                    .runner
-                    .call::<(bool, Value)>((function, table_of(keys)?, table_of(args)?)),
+                Invocation::Function { keys, args } => {
+                    self.runner
+                        .call::<(bool, Value)>((function, table_of(keys)?, table_of(args)?))
+                }
             }
         });
         self.watch_for_kill();
@@ -269,12 +287,18 @@ impl Vm {
                     Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
                     _ => "execution failure".into(),
                 };
-                w.error(&format!("ERR Error running script {name}, {}", truncate(&message, 100)));
+                w.error(&format!(
+                    "ERR Error running script {name}, {}",
+                    truncate(&message, 100)
+                ));
             }
-            Err(e) => w.error(&format!("ERR Error running script {name}, {}", truncate(&e.to_string(), 100))),
+            Err(e) => w.error(&format!(
+                "ERR Error running script {name}, {}",
+                truncate(&e.to_string(), 100)
+            )),
         }
         self.runs += 1;
-        if self.runs % GC_PERIOD == 0 {
+        if self.runs.is_multiple_of(GC_PERIOD) {
             let _ = self.lua.gc_step();
         }
     }
@@ -305,7 +329,12 @@ fn failure_message(err: &Table, name: &str) -> String {
 }
 
 /// `redis.call` and `redis.pcall`.
-fn redis_call(lua: &Lua, call: &RefCell<Call>, args: &Variadic<Value>, raise_errors: bool) -> mlua::Result<Value> {
+fn redis_call(
+    lua: &Lua,
+    call: &RefCell<Call>,
+    args: &Variadic<Value>,
+    raise_errors: bool,
+) -> mlua::Result<Value> {
     let refused = |message: &str, ignore_stats: bool| -> mlua::Result<Value> {
         if raise_errors {
             return Err(mlua::Error::external(Raised {
@@ -358,7 +387,11 @@ fn number(value: &Value) -> f64 {
     match value {
         Value::Number(n) => *n,
         Value::Integer(n) => *n as f64,
-        Value::String(s) => s.to_str().ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0.0),
+        Value::String(s) => s
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0.0),
         _ => 0.0,
     }
 }
@@ -391,7 +424,11 @@ fn register_api(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::Resul
                 return error_table(lua, "wrong number or type of arguments", false);
             };
             let text = String::from_utf8_lossy(&text.as_bytes()).into_owned();
-            let message = if text.starts_with('-') { text } else { format!("-{text}") };
+            let message = if text.starts_with('-') {
+                text
+            } else {
+                format!("-{text}")
+            };
             error_table(lua, &message, false)
         })?,
     )?;
@@ -423,8 +460,17 @@ fn register_api(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::Resul
     )?;
     redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
     redis.raw_set("breakpoint", lua.create_function(|_, ()| Ok(false))?)?;
-    redis.raw_set("debug", lua.create_function(|_, _: Variadic<Value>| Ok(()))?)?;
-    for (name, flags) in [("REPL_NONE", 0), ("REPL_AOF", 1), ("REPL_SLAVE", 2), ("REPL_REPLICA", 2), ("REPL_ALL", 3)] {
+    redis.raw_set(
+        "debug",
+        lua.create_function(|_, _: Variadic<Value>| Ok(()))?,
+    )?;
+    for (name, flags) in [
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
         redis.raw_set(name, flags)?;
     }
     Ok(())
@@ -432,7 +478,7 @@ fn register_api(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::Resul
 
 /// `redis.log`, its levels and the version fields: all the `redis` table
 /// holds while a function library loads.
-pub fn register_log(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::Result<()> {
+pub(crate) fn register_log(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::Result<()> {
     let logger = control.logger.clone();
     redis.raw_set(
         "log",
@@ -469,7 +515,12 @@ pub fn register_log(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::R
             Ok(())
         })?,
     )?;
-    for (name, level) in [("LOG_DEBUG", 0), ("LOG_VERBOSE", 1), ("LOG_NOTICE", 2), ("LOG_WARNING", 3)] {
+    for (name, level) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+    ] {
         redis.raw_set(name, level)?;
     }
     redis.raw_set("REDIS_VERSION", REDIS_VERSION)?;
@@ -483,7 +534,7 @@ fn random(rand: &Rand48, args: &Variadic<Value>) -> mlua::Result<f64> {
     let int_arg = |i: usize| -> mlua::Result<i64> {
         match &args[i] {
             Value::Number(n) => Ok(*n as i64),
-            Value::Integer(n) => Ok(*n as i64),
+            Value::Integer(n) => Ok(*n),
             _ => Err(mlua::Error::RuntimeError(format!(
                 "bad argument #{} to 'random' (number expected, got {})",
                 i + 1,
@@ -496,18 +547,24 @@ fn random(rand: &Rand48, args: &Variadic<Value>) -> mlua::Result<f64> {
         1 => {
             let upper = int_arg(0)?;
             if upper < 1 {
-                return Err(mlua::Error::RuntimeError("bad argument #1 to 'random' (interval is empty)".into()));
+                return Err(mlua::Error::RuntimeError(
+                    "bad argument #1 to 'random' (interval is empty)".into(),
+                ));
             }
             Ok((r * upper as f64).floor() + 1.0)
         }
         2 => {
             let (lower, upper) = (int_arg(0)?, int_arg(1)?);
             if lower > upper {
-                return Err(mlua::Error::RuntimeError("bad argument #2 to 'random' (interval is empty)".into()));
+                return Err(mlua::Error::RuntimeError(
+                    "bad argument #2 to 'random' (interval is empty)".into(),
+                ));
             }
             Ok((r * (upper - lower + 1) as f64).floor() + lower as f64)
         }
-        _ => Err(mlua::Error::RuntimeError("wrong number of arguments".into())),
+        _ => Err(mlua::Error::RuntimeError(
+            "wrong number of arguments".into(),
+        )),
     }
 }
 
@@ -526,12 +583,25 @@ fn normalize_error(lua: &Lua, err: Value) -> mlua::Result<(Value, bool)> {
             mlua::Error::WithContext { cause: inner, .. } => cause = inner,
             mlua::Error::ExternalError(external) => {
                 return Ok(match external.downcast_ref::<Raised>() {
-                    Some(raised) => (Value::Table(error_table(lua, &raised.message, raised.ignore_stats)?), false),
-                    None => (Value::String(lua.create_string(external.to_string())?), true),
+                    Some(raised) => (
+                        Value::Table(error_table(lua, &raised.message, raised.ignore_stats)?),
+                        false,
+                    ),
+                    None => (
+                        Value::String(lua.create_string(external.to_string())?),
+                        true,
+                    ),
                 });
             }
-            mlua::Error::RuntimeError(message) => return Ok((Value::String(lua.create_string(message)?), true)),
-            mlua::Error::MemoryError(_) => return Ok((Value::String(lua.create_string("not enough memory")?), false)),
+            mlua::Error::RuntimeError(message) => {
+                return Ok((Value::String(lua.create_string(message)?), true))
+            }
+            mlua::Error::MemoryError(_) => {
+                return Ok((
+                    Value::String(lua.create_string("not enough memory")?),
+                    false,
+                ))
+            }
             other => return Ok((Value::String(lua.create_string(other.to_string())?), true)),
         }
     }
@@ -566,10 +636,21 @@ pub(crate) mod tests {
     }
 
     pub fn eval(vm: &mut Vm, code: &str) -> String {
-        let f = vm.compile("@user_script", code.as_bytes(), &vm.env.clone()).unwrap();
+        let f = vm
+            .compile("@user_script", code.as_bytes(), &vm.env.clone())
+            .unwrap();
         let mut out = bytes::BytesMut::new();
         let mut w = Writer::new(&mut out, Protocol::Resp2);
-        vm.run(&f, "sha", Invocation::Eval { keys: &[], args: &[] }, &mut EchoHost, &mut w);
+        vm.run(
+            &f,
+            "sha",
+            Invocation::Eval {
+                keys: &[],
+                args: &[],
+            },
+            &mut EchoHost,
+            &mut w,
+        );
         String::from_utf8_lossy(&out).into_owned()
     }
 
@@ -577,12 +658,24 @@ pub(crate) mod tests {
     fn replies_convert_as_redis_converts_them() {
         let mut vm = vm();
         assert_eq!(eval(&mut vm, "return 3.99"), ":3\r\n");
-        assert_eq!(eval(&mut vm, "return {1, 'a', {true, false}}"), "*3\r\n:1\r\n$1\r\na\r\n*2\r\n:1\r\n$-1\r\n");
+        assert_eq!(
+            eval(&mut vm, "return {1, 'a', {true, false}}"),
+            "*3\r\n:1\r\n$1\r\na\r\n*2\r\n:1\r\n$-1\r\n"
+        );
         assert_eq!(eval(&mut vm, "return {1, 2, nil, 4}"), "*2\r\n:1\r\n:2\r\n");
-        assert_eq!(eval(&mut vm, "return redis.status_reply('FINE')"), "+FINE\r\n");
-        assert_eq!(eval(&mut vm, "return redis.error_reply('My Error')"), "-My Error\r\n");
+        assert_eq!(
+            eval(&mut vm, "return redis.status_reply('FINE')"),
+            "+FINE\r\n"
+        );
+        assert_eq!(
+            eval(&mut vm, "return redis.error_reply('My Error')"),
+            "-My Error\r\n"
+        );
         assert_eq!(eval(&mut vm, "return redis.call('status')"), "+OK\r\n");
-        assert_eq!(eval(&mut vm, "return redis.call('echo', 1.5, 2)"), "*3\r\n$4\r\necho\r\n$3\r\n1.5\r\n$1\r\n2\r\n");
+        assert_eq!(
+            eval(&mut vm, "return redis.call('echo', 1.5, 2)"),
+            "*3\r\n$4\r\necho\r\n$3\r\n1.5\r\n$1\r\n2\r\n"
+        );
     }
 
     #[test]
@@ -605,7 +698,10 @@ pub(crate) mod tests {
             "-ERR This Redis command is not allowed from script script: sha, on @user_script:1.\r\n"
         );
         assert_eq!(
-            eval(&mut vm, "local ok, e = pcall(redis.call, 'refuse') return e"),
+            eval(
+                &mut vm,
+                "local ok, e = pcall(redis.call, 'refuse') return e"
+            ),
             "$49\r\nERR This Redis command is not allowed from script\r\n"
         );
         assert_eq!(
@@ -637,13 +733,30 @@ pub(crate) mod tests {
     #[test]
     fn the_sandbox_hides_what_redis_hides() {
         let mut vm = vm();
-        for name in ["os", "io", "loadfile", "dofile", "print", "require", "debug"] {
+        for name in [
+            "os", "io", "loadfile", "dofile", "print", "require", "debug",
+        ] {
             let reply = eval(&mut vm, &format!("return {name}"));
-            assert!(reply.contains("nonexistent global variable"), "{name}: {reply}");
+            assert!(
+                reply.contains("nonexistent global variable"),
+                "{name}: {reply}"
+            );
         }
-        assert_eq!(eval(&mut vm, "local n = 0 for k in pairs(string) do n = n + 1 end return n"), ":15\r\n");
-        assert_eq!(eval(&mut vm, "return redis.sha1hex('')"), "$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n");
-        assert_eq!(eval(&mut vm, "return redis.REDIS_VERSION_NUM"), ":458767\r\n");
+        assert_eq!(
+            eval(
+                &mut vm,
+                "local n = 0 for k in pairs(string) do n = n + 1 end return n"
+            ),
+            ":15\r\n"
+        );
+        assert_eq!(
+            eval(&mut vm, "return redis.sha1hex('')"),
+            "$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n"
+        );
+        assert_eq!(
+            eval(&mut vm, "return redis.REDIS_VERSION_NUM"),
+            ":458767\r\n"
+        );
     }
 
     #[test]
@@ -652,7 +765,11 @@ pub(crate) mod tests {
         vm.control.killed.store(true, Ordering::Relaxed);
         let control = vm.control.clone();
         let f = vm
-            .compile("@user_script", b"while true do pcall(function() while true do end end) end", &vm.env.clone())
+            .compile(
+                "@user_script",
+                b"while true do pcall(function() while true do end end) end",
+                &vm.env.clone(),
+            )
             .unwrap();
         let mut out = bytes::BytesMut::new();
         let mut w = Writer::new(&mut out, Protocol::Resp2);
@@ -662,16 +779,31 @@ pub(crate) mod tests {
             std::thread::sleep(std::time::Duration::from_millis(50));
             control.killed.store(true, Ordering::Relaxed);
         });
-        vm.run(&f, "sha", Invocation::Eval { keys: &[], args: &[] }, &mut EchoHost, &mut w);
+        vm.run(
+            &f,
+            "sha",
+            Invocation::Eval {
+                keys: &[],
+                args: &[],
+            },
+            &mut EchoHost,
+            &mut w,
+        );
         setter.join().unwrap();
         let reply = String::from_utf8_lossy(&out);
-        assert!(reply.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{reply}");
+        assert!(
+            reply.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+            "{reply}"
+        );
     }
 
     #[test]
     fn the_heap_limit_fails_the_script_not_the_process() {
         let mut vm = vm();
-        let reply = eval(&mut vm, "local t = {} for i = 1, 1e8 do t[i] = i end return #t");
+        let reply = eval(
+            &mut vm,
+            "local t = {} for i = 1, 1e8 do t[i] = i end return #t",
+        );
         assert!(reply.contains("not enough memory"), "{reply}");
         assert_eq!(eval(&mut vm, "return 1"), ":1\r\n");
     }
