@@ -362,7 +362,16 @@ impl Blocking {
                     };
                     waiter
                 };
-                let mut locked = view.write_many(&waiter.wait.keys(&key));
+                let keys = waiter.wait.keys(&key);
+                let mut shards = server.store.shard_set();
+                keys.iter().for_each(|k| shards.insert_key(db, k));
+                if server.scripting.gate.conflicts(shards.words()) {
+                    // A BLMOVE into a key the running script holds: served
+                    // once it ends (see `crate::scripting::gate`).
+                    server.scripting.gate.defer(db, key.clone());
+                    break;
+                }
+                let mut locked = view.write_many(&keys);
                 let mut queues = self.queues.lock();
                 let still_first = locked.peek(&key).is_some_and(|entry| {
                     Self::first_served_by(&queues, db, &key, entry.value())

@@ -28,6 +28,13 @@ pub enum AfterReply {
     /// BLPOP and friends found nothing: wait to be served, time out or
     /// leave, then reply (see `crate::blocking`).
     Block(crate::blocking::Blocked),
+    /// A scripting command: its work runs on the script thread, and the
+    /// reply follows when it is done (see `crate::scripting`).
+    Script(crate::scripting::Job),
+    /// The command reaches shards the running script holds: it runs again
+    /// once the script ends, or answers BUSY once the script has run past
+    /// `busy-reply-threshold` (see `crate::scripting::gate`).
+    WaitForScript,
 }
 
 /// One connection's private state, owned by its task.
@@ -487,24 +494,9 @@ impl ClientHandle {
     }
 }
 
-/// Every connected client, by id.
-#[derive(Default)]
-pub struct Clients {
-    by_id: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
-    next_id: AtomicU64,
-    all_gone: Notify,
-}
-
-impl Clients {
-    /// Registers a new connection and returns its handle.
-    pub fn register(
-        &self,
-        addr: SocketAddr,
-        local_addr: SocketAddr,
-        now_ms: u64,
-    ) -> Arc<ClientHandle> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let handle = Arc::new(ClientHandle {
+impl ClientHandle {
+    fn new(id: u64, addr: SocketAddr, local_addr: SocketAddr, now_ms: u64) -> ClientHandle {
+        ClientHandle {
             id,
             addr,
             local_addr,
@@ -527,7 +519,35 @@ impl Clients {
             output_buffer: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
             kill_signal: Notify::new(),
-        });
+        }
+    }
+
+    /// A handle for a client that is no connection and is not listed
+    /// (the client scripts run their commands as): id 0, no address.
+    pub fn unlisted() -> ClientHandle {
+        let nowhere = SocketAddr::from(([0, 0, 0, 0], 0));
+        ClientHandle::new(0, nowhere, nowhere, 0)
+    }
+}
+
+/// Every connected client, by id.
+#[derive(Default)]
+pub struct Clients {
+    by_id: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+    next_id: AtomicU64,
+    all_gone: Notify,
+}
+
+impl Clients {
+    /// Registers a new connection and returns its handle.
+    pub fn register(
+        &self,
+        addr: SocketAddr,
+        local_addr: SocketAddr,
+        now_ms: u64,
+    ) -> Arc<ClientHandle> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let handle = Arc::new(ClientHandle::new(id, addr, local_addr, now_ms));
         self.by_id.lock().insert(id, handle.clone());
         handle
     }

@@ -86,6 +86,10 @@ const HEAVY_TRAFFIC_BYTES: usize = READ_CHUNK;
 /// How often a connection paused for the client budget looks whether its
 /// peer has gone: the delay before a closed client's buffers are released.
 const PEER_CLOSED_POLL: Duration = Duration::from_secs(1);
+/// How often a connection waiting for its script job looks whether
+/// another script has run past `busy-reply-threshold`.
+const SCRIPT_BUSY_POLL: Duration = Duration::from_millis(20);
+
 /// Heavy batches a worker lets wait in its run queue at once: a light
 /// connection's request waits behind at most this many per pass of the
 /// queue, and heavy connections together still get this many batches per
@@ -775,6 +779,22 @@ impl<'a> Connection<'a> {
                         return Ok(Batch::Close);
                     }
                 }
+                Some(AfterReply::Script(job)) => {
+                    self.leave_lane();
+                    self.flush().await?;
+                    if !self.wait_script(job, killed.as_mut()).await {
+                        return Ok(Batch::Close);
+                    }
+                }
+                Some(AfterReply::WaitForScript) => {
+                    self.leave_lane();
+                    self.flush().await?;
+                    self.progress.unexecuted = Some(args);
+                    tokio::select! {
+                        _ = self.server.scripting.gate.wait(unix_ms) => {}
+                        _ = &mut killed => return Ok(Batch::Close),
+                    }
+                }
                 None => {}
             }
             if self.write_buf.len() > FLUSH_THRESHOLD {
@@ -811,6 +831,47 @@ impl<'a> Connection<'a> {
             String::from_utf8_lossy(&args[0][..args[0].len().min(128)]),
         );
         false
+    }
+
+    /// Runs a scripting command's job on the script thread and appends its
+    /// reply; false if the client was killed meanwhile. If another script
+    /// runs past `busy-reply-threshold` before the job starts, the job is
+    /// given up and the reply is BUSY, as the command would have got had
+    /// it arrived a moment later.
+    async fn wait_script(
+        &mut self,
+        job: crate::scripting::Job,
+        mut killed: Pin<&mut impl Future<Output = ()>>,
+    ) -> bool {
+        let Some(mut waiting) = crate::scripting::submit(self.server, job) else {
+            Writer::new(&mut self.write_buf, self.client.protocol)
+                .error("ERR scripting is not running on this server");
+            return true;
+        };
+        loop {
+            tokio::select! {
+                biased;
+                reply = waiting.reply() => {
+                    if let Some(reply) = reply {
+                        self.write_buf.extend_from_slice(&reply);
+                        self.recharge();
+                    }
+                    return true;
+                }
+                _ = &mut killed => return false,
+                _ = tokio::time::sleep(SCRIPT_BUSY_POLL) => {
+                    let running = self.server.scripting.gate.running(unix_ms());
+                    if running.is_some_and(|r| r.past_threshold) && waiting.cancel() {
+                        let busy = match running.map(|r| r.kind) {
+                            Some(crate::scripting::gate::Kind::Function) => cmd::context::errors::BUSY_FUNCTION,
+                            _ => cmd::context::errors::BUSY_EVAL,
+                        };
+                        Writer::new(&mut self.write_buf, self.client.protocol).error(busy);
+                        return true;
+                    }
+                }
+            }
+        }
     }
 
     /// Waits until the blocked command is served, times out, or the client

@@ -22,6 +22,7 @@ mod priority;
 mod process;
 mod pubsub;
 mod redis_conf;
+mod scripting;
 mod server;
 mod slowlog;
 mod stats;

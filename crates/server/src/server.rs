@@ -94,6 +94,8 @@ pub struct Server {
     pub slowlog: crate::slowlog::SlowLog,
     /// CLIENT PAUSE.
     pub pause: crate::pause::Pause,
+    /// EVAL scripts and functions, and the gate of the running one.
+    pub scripting: crate::scripting::Scripting,
     shutdown: watch::Sender<bool>,
 }
 
@@ -136,6 +138,7 @@ impl Server {
     /// Builds the shared state for `config`.
     pub fn new(config: Config, port: u16) -> Server {
         let now = unix_ms();
+        let databases = config.databases;
         let commands = Table::new();
         let run_id = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
@@ -160,6 +163,10 @@ impl Server {
             blocking: Default::default(),
             slowlog: Default::default(),
             pause: Default::default(),
+            scripting: crate::scripting::Scripting::new(
+                databases,
+                crate::scripting::DEFAULT_HEAP_LIMIT,
+            ),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -490,6 +497,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     let threads = config.threads;
     let server = Arc::new(Server::new(config, port));
     crate::lazyfree::start(server.clone())?;
+    crate::scripting::start(server.clone())?;
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;

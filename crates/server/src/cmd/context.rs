@@ -28,6 +28,7 @@ pub mod keys;
 pub mod long_double;
 pub mod pop;
 pub mod random;
+pub mod scripting;
 pub mod serialized;
 pub mod strings;
 pub mod transaction;
@@ -211,6 +212,13 @@ pub mod errors {
     pub const NOAUTH: &str = "NOAUTH Authentication required.";
     /// Integer arithmetic past i64.
     pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    /// Any command but SCRIPT KILL and SHUTDOWN NOSAVE while an EVAL
+    /// script runs past `busy-reply-threshold`.
+    pub const BUSY_EVAL: &str =
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    /// The same while a function runs.
+    pub const BUSY_FUNCTION: &str =
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
     /// A string that would exceed proto-max-bulk-len.
     pub const STRING_TOO_LONG: &str =
         "ERR string exceeds maximum allowed size (proto-max-bulk-len)";

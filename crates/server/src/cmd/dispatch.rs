@@ -78,6 +78,56 @@ pub(super) fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<us
     }
 }
 
+/// What a command name comes to, for a script's `redis.call`.
+pub enum Lookup {
+    /// The command (or subcommand) and its spec.
+    Found(usize, &'static Spec),
+    /// A command called with a number of arguments its arity refuses.
+    WrongArity,
+    /// No such command, or no such subcommand.
+    Unknown,
+}
+
+/// Finds the command `args` names, as [`resolve`] does, telling a wrong
+/// arity from an unknown command or subcommand.
+pub fn lookup(table: &Table, args: &[Bytes]) -> Lookup {
+    match resolve(table, args) {
+        Ok(id) => Lookup::Found(id, table.specs[id]),
+        Err((Some(_), err)) if err.0.starts_with("ERR wrong number of arguments") => {
+            Lookup::WrongArity
+        }
+        Err(_) => Lookup::Unknown,
+    }
+}
+
+/// Runs command `id` for a script, as `client`, writing its reply to
+/// `out`: what [`call`] does for any command (the handler, statistics, the
+/// slow log, MONITOR), without what dispatch decides for a connection's
+/// request, which the script decided for itself.
+pub fn call_nested(
+    server: &Server,
+    client: &mut Client,
+    id: usize,
+    args: &[Bytes],
+    now_ms: u64,
+    out: &mut BytesMut,
+) {
+    let mut ctx = Ctx {
+        server,
+        client,
+        out,
+        now_ms,
+        redacted: Vec::new(),
+        reply_limit: reply_limit(server, 0),
+        room: Room::empty(server),
+        room_made: 0,
+        room_needed: None,
+        pushed: false,
+    };
+    call(&mut ctx, id, args);
+    ctx.room.end();
+}
+
 /// True if `args` is a quick request: a command Redis flags `fast` that
 /// names no key, writes nothing, never blocks and publishes nothing (PING,
 /// ECHO, HELLO, AUTH, SELECT, CLIENT SETNAME, ...), or one dispatch refuses
@@ -195,6 +245,22 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             return reject(ctx, Some(id), refusal.into());
         }
     }
+    let _inside = server.scripting.gate.enter();
+    if let Some(running) = server.scripting.gate.running(now_ms) {
+        if running.past_threshold && !spec.has_flag("allow_busy") {
+            let busy = match running.kind {
+                crate::scripting::gate::Kind::Eval => errors::BUSY_EVAL,
+                crate::scripting::gate::Kind::Function => errors::BUSY_FUNCTION,
+            };
+            return reject(ctx, Some(id), busy.into());
+        }
+        if ctx.client.tx.queued.is_none() || spec.name == "exec" {
+            if waits_for_script(server, ctx.client, spec, args) {
+                ctx.client.after_reply = Some(AfterReply::WaitForScript);
+                return;
+            }
+        }
+    }
     if transaction::refused_over_maxmemory(spec, ctx.client) {
         let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
         match server.make_room(now_ms, incoming) {
@@ -216,6 +282,32 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         let ready = std::mem::take(&mut ctx.client.ready);
         server.blocking.serve(server, ready);
     }
+}
+
+/// Whether a command must wait for the running script: it reaches shards
+/// the script claimed, or it would run a script (EXEC of a queue holding
+/// one runs it here, under the transaction's shards).
+fn waits_for_script(server: &Server, client: &Client, spec: &Spec, args: &[Bytes]) -> bool {
+    let gate = &server.scripting.gate;
+    let shards = match &client.tx.queued {
+        Some(queued) if spec.name == "exec" => {
+            if queued.iter().any(|q| runs_script(&server.commands, q)) {
+                return true;
+            }
+            let mut shards = transaction::shards_reached(server, client.db, queued);
+            for (db, key, _) in &client.tx.watched {
+                shards.insert_key(*db, key);
+            }
+            shards
+        }
+        _ => transaction::shards_reached(server, client.db, &[args]),
+    };
+    gate.conflicts(shards.words())
+}
+
+/// Whether `args` is a command that runs work on the script engines.
+fn runs_script(table: &Table, args: &[Bytes]) -> bool {
+    resolve(table, args).is_ok_and(|id| table.specs[id].group == "scripting")
 }
 
 /// Replies up to this long never ask the client budget for room: a
@@ -303,28 +395,35 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         true => None,
         false => ctx.client.after_reply.as_mut(),
     };
-    let blocked = match asked {
+    // A blocked command's latency and slow log entry wait until it is
+    // served (one that times out has neither, as in Redis); a script's are
+    // recorded, with its statistics, once it is done.
+    let waits = match asked {
         // DEBUG SLEEP's pause is part of the command, as in Redis, where
         // the command itself sleeps.
         Some(AfterReply::Sleep(pause)) => {
             elapsed = elapsed.saturating_add(*pause);
             None
         }
-        Some(AfterReply::Block(blocked)) => Some(blocked),
+        Some(AfterReply::Block(blocked)) => Some((&mut blocked.execution, false)),
+        Some(AfterReply::Script(job)) => Some((&mut job.execution, true)),
         _ => None,
     };
-    server.stats.record_call(id, elapsed, failed);
-    match blocked {
-        // A blocked command's latency and slow log entry wait until it is
-        // served; one that times out has neither, as in Redis.
-        Some(blocked) => {
-            blocked.execution = Some(Execution {
+    match waits {
+        Some((execution, scripted)) => {
+            *execution = Some(Execution {
                 id,
                 args: args.to_vec(),
                 elapsed,
             });
+            if !scripted {
+                server.stats.record_call(id, elapsed, failed);
+            }
         }
-        None => record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed),
+        None => {
+            server.stats.record_call(id, elapsed, failed);
+            record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed);
+        }
     }
     if server.pubsub.has_monitors() && !spec.has_flag("admin") {
         let now_usec = std::time::SystemTime::now()
@@ -412,6 +511,13 @@ impl Execution {
     /// key may be as large as any argument.
     pub fn held_bytes(&self) -> usize {
         self.args.iter().map(Bytes::len).sum()
+    }
+
+    /// Records a script command's whole run, which took `elapsed`: its
+    /// statistics, latency and slow log entry.
+    pub fn record_run(self, server: &Server, client: &ClientHandle, elapsed: Duration, failed: bool) {
+        server.stats.record_call(self.id, elapsed, failed);
+        record_execution(server, client, self.id, &self.args, &[], elapsed);
     }
 
     /// Records the run, adding `serving` (the time to write its reply) to

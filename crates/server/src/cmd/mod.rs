@@ -1,7 +1,8 @@
 //! Commands, grouped by family in folders as Redis groups them in source
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
 //! `set/`, `zset/`, `bitmap/` (`bitops.c`), `geo/` (`geo.c`), `hll/`
-//! (`hyperloglog.c`), `sort/` (`sort.c`), `generic/` (`db.c`, `expire.c`), `server/`,
+//! (`hyperloglog.c`), `sort/` (`sort.c`), `scripting/` (`eval.c`, `functions.c`),
+//! `generic/` (`db.c`, `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
@@ -35,6 +36,7 @@ mod hash;
 mod hll;
 mod list;
 mod pubsub;
+mod scripting;
 mod server;
 mod set;
 mod sort;
@@ -44,5 +46,5 @@ mod zset;
 
 pub use context::transaction::unwatch_all;
 pub use context::{parse_f64, Error};
-pub use dispatch::{execute, held_by_pause, is_quick, Execution};
+pub use dispatch::{call_nested, execute, held_by_pause, is_quick, lookup, Execution, Lookup};
 pub use registry::Table;

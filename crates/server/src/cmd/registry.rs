@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::context::Spec;
 use super::{
-    bitmap, connection, generic, geo, hash, hll, list, pubsub, server, set, sort, string,
-    transactions, zset,
+    bitmap, connection, generic, geo, hash, hll, list, pubsub, scripting, server, set, sort,
+    string, transactions, zset,
 };
 
 /// The top-level commands keel serves.
@@ -211,6 +211,11 @@ static COMMANDS: &[&Spec] = &[
     &generic::ttl::EXPIRETIME,
     &generic::ttl::PEXPIRETIME,
     &generic::type_::SPEC,
+    &scripting::eval::EVAL,
+    &scripting::eval::EVALSHA,
+    &scripting::eval::EVAL_RO,
+    &scripting::eval::EVALSHA_RO,
+    &scripting::script::SPEC,
 ];
 
 /// The resolved command table: every spec (subcommands included) with a

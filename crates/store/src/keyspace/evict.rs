@@ -101,6 +101,9 @@ impl Store {
     /// visits each shard once. Picks thus come from across the keyspace (as
     /// Redis's dictGetSomeKeys), also when only a few databases hold keys:
     /// a walk in shard order would favour the first shards of a database.
+    /// A shard someone holds for writing is passed over rather than waited
+    /// for: a script or a transaction may hold it for long, and eviction
+    /// runs inside other clients' writes.
     fn shards_at_random(&self, volatile: bool) -> impl Iterator<Item = (usize, usize)> + '_ {
         let total = self.dbs.len() * SHARDS_PER_DB;
         let mut rng = rand::thread_rng();
@@ -115,6 +118,7 @@ impl Store {
                 let counts = &self.counts[db_no][shard_no];
                 counts.keys.load(Ordering::Relaxed) > 0
                     && (!volatile || counts.expires.load(Ordering::Relaxed) > 0)
+                    && !self.dbs[db_no][shard_no].is_locked_exclusive()
             })
     }
 

@@ -321,6 +321,16 @@ impl<'a> ShardSet<'a> {
         self.shards.insert(db, self.store.shard_index(key));
     }
 
+    /// The set as one word per database, bit `shard` of word `db`.
+    pub fn words(&self) -> &[u64] {
+        &self.shards.0
+    }
+
+    /// Whether every shard of the set is in `other`.
+    pub fn is_within(&self, other: &[u64]) -> bool {
+        self.shards.0.iter().zip(other).all(|(&mine, &theirs)| mine & !theirs == 0)
+    }
+
     /// Adds every shard of every database.
     pub fn insert_all(&mut self) {
         self.shards
@@ -358,6 +368,26 @@ pub struct ShardsLocked<'a> {
     store: &'a Store,
     /// Not `Send`: the record of what is held is this thread's.
     on_this_thread: PhantomData<*const ()>,
+}
+
+impl ShardsLocked<'_> {
+    /// Takes the shards of `more` this set does not hold yet, and holds
+    /// them with the others. The caller must know that no thread holding
+    /// one of them waits for a shard this set holds: a script does, having
+    /// kept every other command away from what it claimed before taking it
+    /// (see the server's `scripting` module), so it may take shards in any
+    /// order.
+    pub fn extend(&mut self, more: &ShardSet) {
+        HOLDING.with_borrow_mut(|holding| {
+            let holding = holding.as_mut().expect("set by ShardSet::lock");
+            for (db, shard) in more.shards.iter() {
+                if holding.held.insert(db, shard) {
+                    // SAFETY: released with the set's other shards on drop.
+                    unsafe { self.store.dbs[db][shard].raw().lock_exclusive() };
+                }
+            }
+        });
+    }
 }
 
 impl Drop for ShardsLocked<'_> {

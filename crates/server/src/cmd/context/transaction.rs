@@ -1,12 +1,16 @@
 //! A connection's transaction state as dispatch, MULTI/EXEC and RESET
 //! see it: what runs inside MULTI, queueing, the maxmemory rule, and ending
-//! a transaction and its watches (see `cmd::transactions::multi`).
+//! a transaction and its watches (see `cmd::transactions::multi`); and
+//! which shards commands reach, which EXEC locks and a running script's
+//! gate checks (see `crate::scripting::gate`).
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::Spec;
+use keel_store::ShardSet;
+
+use super::{is, keys_of, parse_i64, Spec};
 use crate::client::Client;
 use crate::server::Server;
 
@@ -70,4 +74,96 @@ pub fn unwatch_all(server: &Server, client: &mut Client, now_ms: u64) {
             .unwatch(&key, &tx.dirty);
     }
     tx.dirty.store(false, Ordering::Relaxed);
+}
+
+/// The keys `args` reaches, when its key positions name them all; `None`
+/// when it may reach keys it does not name (FLUSHALL, KEYS, SCAN, a COPY
+/// into another database, SORT with patterns, a script, any keyless
+/// command not known to leave the keyspace alone) or its keys cannot be
+/// told.
+pub fn named_keys<'a>(spec: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let keys = keys_of(spec, args)?;
+    if (keys.is_empty() && !reaches_no_key(spec)) || reaches_unnamed_keys(spec, args) {
+        return None;
+    }
+    Some(keys)
+}
+
+/// The shards `commands` reach when run in order from database `db` (a
+/// SELECT among them moves the later ones): those of the keys they name,
+/// or every shard if one may reach keys it does not name.
+pub fn shards_reached<'s, A: AsRef<[Bytes]>>(
+    server: &'s Server,
+    db: usize,
+    commands: &[A],
+) -> ShardSet<'s> {
+    let mut shards = server.store.shard_set();
+    let mut db = db;
+    for args in commands {
+        let args = args.as_ref();
+        let spec = super::super::dispatch::resolve(&server.commands, args)
+            .ok()
+            .map(|id| server.commands.specs()[id]);
+        let Some((spec, keys)) = spec.and_then(|spec| Some((spec, named_keys(spec, args)?))) else {
+            shards.insert_all();
+            return shards;
+        };
+        for key in keys {
+            shards.insert_key(db, key);
+        }
+        if spec.name == "select" {
+            db = selected_db(server, args).unwrap_or(db);
+        }
+    }
+    shards
+}
+
+/// Keyless commands that reach no key and no whole database: connection,
+/// server and pub/sub commands, and UNWATCH, which reaches only the
+/// watched keys that EXEC locks anyway. Any other keyless command reaches
+/// every shard, so a command added later is safe until it is listed here.
+fn reaches_no_key(spec: &Spec) -> bool {
+    let command = spec.name.split('|').next().unwrap_or(spec.name);
+    matches!(
+        command,
+        "ping"
+            | "echo"
+            | "select"
+            | "time"
+            | "config"
+            | "client"
+            | "command"
+            | "hello"
+            | "auth"
+            | "info"
+            | "slowlog"
+            | "latency"
+            | "publish"
+            | "pubsub"
+            | "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "unwatch"
+    )
+}
+
+/// Commands that reach keys their key positions do not name: COPY with a
+/// DB option and MOVE write in another database, SORT with BY or GET
+/// reads keys its source's elements name, and a script may reach keys it
+/// did not declare.
+fn reaches_unnamed_keys(spec: &Spec, args: &[Bytes]) -> bool {
+    match spec.name {
+        "copy" => args[3..].iter().any(|arg| is(arg, "db")),
+        "move" => true,
+        "sort" | "sort_ro" => args[2..].iter().any(|arg| is(arg, "by") || is(arg, "get")),
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => true,
+        _ => false,
+    }
+}
+
+/// The database a queued SELECT switches to, if it succeeds.
+fn selected_db(server: &Server, args: &[Bytes]) -> Option<usize> {
+    let index = usize::try_from(parse_i64(&args[1]).ok()?).ok()?;
+    (index < server.store.databases()).then_some(index)
 }

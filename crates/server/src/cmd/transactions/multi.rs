@@ -46,8 +46,8 @@ use keel_store::ShardSet;
 use crate::client::Client;
 use crate::server::Server;
 
-use crate::cmd::context::transaction::{discard, unwatch_all};
-use crate::cmd::context::{is, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::transaction::{discard, shards_reached, unwatch_all};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(
     name: &'static str,
@@ -157,78 +157,13 @@ fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 }
 
 /// The shards a transaction reaches: those of the keys `client` watches
-/// and of the keys of each of the `queued` commands, in the database
-/// selected when it runs; every shard if a command reaches keys it does
-/// not name or its keys cannot be told.
-fn shards_reached<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]) -> ShardSet<'s> {
-    let mut shards = server.store.shard_set();
+/// and those its queued commands reach (see `shards_reached`).
+fn transaction_shards<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]) -> ShardSet<'s> {
+    let mut shards = shards_reached(server, client.db, queued);
     for (db, key, _) in &client.tx.watched {
         shards.insert_key(*db, key);
     }
-    let mut db = client.db;
-    for args in queued {
-        let id = crate::cmd::dispatch::resolve(&server.commands, args).ok();
-        let spec = server.commands.specs()[id.expect("resolved when queued")];
-        let keys = crate::cmd::context::keys_of(spec, args).unwrap_or_default();
-        if (keys.is_empty() && !reaches_no_key(spec)) || reaches_unnamed_keys(spec, args) {
-            shards.insert_all();
-            return shards;
-        }
-        for key in keys {
-            shards.insert_key(db, key);
-        }
-        if spec.name == "select" {
-            db = selected_db(server, args).unwrap_or(db);
-        }
-    }
     shards
-}
-
-/// Keyless commands that reach no key and no whole database: connection,
-/// server and pub/sub commands, and UNWATCH, which reaches only the
-/// watched keys that EXEC locks anyway. Any other keyless command locks
-/// every shard, so a command added later is safe until it is listed here.
-fn reaches_no_key(spec: &Spec) -> bool {
-    let command = spec.name.split('|').next().unwrap_or(spec.name);
-    matches!(
-        command,
-        "ping"
-            | "echo"
-            | "select"
-            | "time"
-            | "config"
-            | "client"
-            | "command"
-            | "hello"
-            | "auth"
-            | "slowlog"
-            | "latency"
-            | "publish"
-            | "pubsub"
-            | "subscribe"
-            | "unsubscribe"
-            | "psubscribe"
-            | "punsubscribe"
-            | "unwatch"
-    )
-}
-
-/// Commands that reach keys their key positions do not name: COPY with a
-/// DB option and MOVE write in another database, and SORT with BY or GET
-/// reads keys its source's elements name.
-fn reaches_unnamed_keys(spec: &Spec, args: &[Bytes]) -> bool {
-    match spec.name {
-        "copy" => args[3..].iter().any(|arg| is(arg, "db")),
-        "move" => true,
-        "sort" | "sort_ro" => args[2..].iter().any(|arg| is(arg, "by") || is(arg, "get")),
-        _ => false,
-    }
-}
-
-/// The database a queued SELECT switches to, if it succeeds.
-fn selected_db(server: &Server, args: &[Bytes]) -> Option<usize> {
-    let index = usize::try_from(parse_i64(&args[1]).ok()?).ok()?;
-    (index < server.store.databases()).then_some(index)
 }
 
 fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
@@ -241,7 +176,7 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
         return Err("EXECABORT Transaction discarded because of previous errors.".into());
     }
     ctx.client.tx.grows_memory = false;
-    let locked = shards_reached(ctx.server, ctx.client, &queued).lock();
+    let locked = transaction_shards(ctx.server, ctx.client, &queued).lock();
     let tx = &ctx.client.tx;
     let watched_changed = tx.dirty.load(Ordering::Relaxed)
         || tx.watched.iter().any(|(db_index, key, was_live)| {

@@ -1,0 +1,395 @@
+//! Scripting: where EVAL scripts and functions run, and how they stay
+//! atomic on a sharded, multi-threaded keyspace.
+//!
+//! The engines (`keel_script`: the EVAL cache and the function libraries,
+//! each with its Lua state) are one per server, behind one lock, so SCRIPT
+//! LOAD or FUNCTION LOAD on one connection is visible at once on every
+//! other, and scripts run one at a time, as in Redis.
+//!
+//! Scripts run on a thread of their own (`keel-scripts`), not on the
+//! caller's worker: a script may run for seconds or forever, and a worker
+//! serves many connections. The caller's command hands the work over as a
+//! [`Job`] (see `Ctx::script_job`); its connection waits for the reply
+//! without holding up its worker, and gets BUSY instead if another script
+//! is past `busy-reply-threshold` before its own starts. Inside MULTI/EXEC
+//! the work runs on the worker, under the shards EXEC holds (EXEC takes
+//! every shard when its queue holds a script): no other client sees the
+//! transaction half done, scripts included.
+//!
+//! Atomicity: a script locks the shards of the keys it declares (KEYS),
+//! in the global order, after claiming them at the [`gate`] — so no other
+//! command waits on their locks: it waits at its connection instead, until
+//! the script ends, or gets BUSY past the threshold. A script that reaches
+//! a key it did not declare (which Redis allows outside cluster mode, and
+//! libraries do) claims that key's shard the same way when it reaches it,
+//! and takes it; the gate guarantees no thread holding that shard waits
+//! for one the script holds, so this cannot deadlock, and the script stays
+//! atomic: every key it touched is held until it ends. Such scripts are
+//! counted in INFO (`scripts_undeclared_keys`): each pays a wait for the
+//! commands in flight when it claims, and holds up commands on the shards
+//! it reaches. The trade-off against taking every shard for every script
+//! (Redis's single thread, in effect): commands on other shards run while
+//! a script runs, at the price of the gate's fence on every command.
+//!
+//! The shards are released when the script ends; then the clients its
+//! writes unblocked are served, and commands that waited run.
+
+pub mod gate;
+mod host;
+
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use keel_resp::{Protocol, Writer};
+use keel_script::{Control, LogLevel, ScriptFlags, Scripts};
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::client::ClientHandle;
+use crate::cmd::Execution;
+use crate::server::Server;
+use gate::{Gate, Kind};
+use host::ScriptHost;
+
+/// The engines: every script and function library of the server.
+pub struct Engines {
+    /// EVAL's script cache and Lua state.
+    pub scripts: Scripts,
+}
+
+/// The server's scripting: engines, gate, kill switch and job queue.
+pub struct Scripting {
+    /// Where commands meet the running script.
+    pub gate: Gate,
+    /// SCRIPT KILL's switch, the random generator, the log.
+    pub control: Arc<Control>,
+    engines: Mutex<Engines>,
+    jobs: Mutex<Option<std::sync::mpsc::Sender<Job>>>,
+    /// Scripts that reached a key they did not declare.
+    pub undeclared_keys: AtomicU64,
+    /// The client scripts run their commands as.
+    pub client_handle: Arc<ClientHandle>,
+    /// INFO's view of the engines, kept as each job ends, so INFO never
+    /// waits for a running script: cached scripts, their bytes, EVAL's
+    /// Lua heap.
+    memory: [AtomicUsize; 3],
+}
+
+/// Bytes a script's Lua heap may hold when `lua-maxmemory` is not set.
+pub const DEFAULT_HEAP_LIMIT: usize = 512 << 20;
+
+impl Scripting {
+    pub fn new(databases: usize, heap_limit: usize) -> Scripting {
+        let logger: keel_script::Logger = Arc::new(|level, line: &[u8]| {
+            let level = match level {
+                LogLevel::Debug => crate::log::Level::Debug,
+                LogLevel::Verbose => crate::log::Level::Verbose,
+                LogLevel::Notice => crate::log::Level::Notice,
+                LogLevel::Warning => crate::log::Level::Warning,
+            };
+            crate::log::write(level, format_args!("{}", String::from_utf8_lossy(line)));
+        });
+        let control = Control::new(logger);
+        let scripts = Scripts::new(control.clone(), heap_limit).expect("a fresh Lua state starts");
+        Scripting {
+            gate: Gate::new(databases),
+            control,
+            engines: Mutex::new(Engines { scripts }),
+            jobs: Mutex::new(None),
+            undeclared_keys: AtomicU64::new(0),
+            client_handle: Arc::new(ClientHandle::unlisted()),
+            memory: Default::default(),
+        }
+    }
+
+    /// INFO's memory fields: (cached scripts, their bytes, EVAL's Lua heap).
+    pub fn memory(&self) -> (usize, usize, usize) {
+        let [count, bytes, heap] = self.memory.each_ref().map(|m| m.load(Ordering::Relaxed));
+        (count, bytes, heap)
+    }
+
+    /// Updates what [`Scripting::memory`] reports.
+    fn note_memory(&self, engines: &Engines) {
+        let scripts = &engines.scripts;
+        let values = [scripts.len(), scripts.cache_bytes(), scripts.vm_bytes()];
+        for (field, value) in self.memory.iter().zip(values) {
+            field.store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops the running script at its next check (SCRIPT KILL).
+    pub fn kill(&self) {
+        self.control.killed.store(true, Ordering::Relaxed);
+    }
+
+    /// Hands `job` to the script thread; `None` when it is not running
+    /// (a server built for a test).
+    fn submit(&self, job: Job) -> Option<()> {
+        self.jobs.lock().as_ref()?.send(job).ok()
+    }
+}
+
+/// Starts the script thread.
+pub fn start(server: Arc<Server>) -> std::io::Result<()> {
+    let (sender, jobs) = std::sync::mpsc::channel::<Job>();
+    *server.scripting.jobs.lock() = Some(sender);
+    std::thread::Builder::new()
+        .name("keel-scripts".into())
+        .spawn(move || {
+            for job in jobs {
+                job.run(&server);
+            }
+        })?;
+    Ok(())
+}
+
+const QUEUED: u8 = 0;
+const STARTED: u8 = 1;
+const CANCELLED: u8 = 2;
+
+/// Work for the engines, from one command.
+pub struct Job {
+    work: Box<dyn FnOnce(&mut Session) + Send>,
+    db: usize,
+    protocol: Protocol,
+    client: Arc<ClientHandle>,
+    /// The command's run, recorded once the job is done (as a blocked
+    /// command's is once served).
+    pub execution: Option<Execution>,
+    state: Arc<AtomicU8>,
+    reply: oneshot::Sender<BytesMut>,
+    waiting: Option<Waiting>,
+}
+
+/// The connection's end of a [`Job`].
+pub struct Waiting {
+    state: Arc<AtomicU8>,
+    reply: oneshot::Receiver<BytesMut>,
+}
+
+impl Job {
+    pub fn new(
+        work: Box<dyn FnOnce(&mut Session) + Send>,
+        db: usize,
+        protocol: Protocol,
+        client: Arc<ClientHandle>,
+    ) -> Job {
+        let state = Arc::new(AtomicU8::new(QUEUED));
+        let (reply, receiver) = oneshot::channel();
+        Job {
+            work,
+            db,
+            protocol,
+            client,
+            execution: None,
+            state: state.clone(),
+            reply,
+            waiting: Some(Waiting {
+                state,
+                reply: receiver,
+            }),
+        }
+    }
+
+    /// Runs the job on the script thread, unless its connection gave up
+    /// waiting, and sends the reply.
+    fn run(self, server: &Server) {
+        if self
+            .state
+            .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let started = Instant::now();
+        let mut out = BytesMut::new();
+        let mut session = Session {
+            server,
+            out: &mut out,
+            protocol: self.protocol,
+            db: self.db,
+            now_ms: crate::server::unix_ms(),
+            inside_exec: false,
+            ready: Vec::new(),
+        };
+        (self.work)(&mut session);
+        server.scripting.note_memory(&session.engines());
+        let ready = std::mem::take(&mut session.ready);
+        if !ready.is_empty() {
+            server.blocking.serve(server, ready);
+        }
+        let deferred = server.scripting.gate.take_deferred();
+        if !deferred.is_empty() {
+            server.blocking.serve(server, deferred);
+        }
+        if let Some(execution) = self.execution {
+            let failed = out.first() == Some(&b'-');
+            execution.record_run(server, &self.client, started.elapsed(), failed);
+        }
+        let _ = self.reply.send(out);
+    }
+}
+
+impl Waiting {
+    /// Gives up on a job that has not started: true if it never will.
+    pub fn cancel(&self) -> bool {
+        self.state
+            .compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The reply, once the job is done; `None` if the thread is gone.
+    pub async fn reply(&mut self) -> Option<BytesMut> {
+        (&mut self.reply).await.ok()
+    }
+}
+
+/// Hands `job` to the script thread and returns its connection's end.
+pub fn submit(server: &Server, mut job: Job) -> Option<Waiting> {
+    let waiting = job.waiting.take()?;
+    server.scripting.submit(job)?;
+    Some(waiting)
+}
+
+/// Runs `job` where it is (inside EXEC, on the worker), appending its
+/// reply to `out`; the blocked clients its writes unblocked join `ready`.
+pub fn run_here(server: &Server, job: Job, out: &mut BytesMut, ready: &mut Vec<(usize, Bytes)>) {
+    let mut session = Session {
+        server,
+        out,
+        protocol: job.protocol,
+        db: job.db,
+        now_ms: crate::server::unix_ms(),
+        inside_exec: true,
+        ready: Vec::new(),
+    };
+    (job.work)(&mut session);
+    server.scripting.note_memory(&session.engines());
+    ready.append(&mut session.ready);
+}
+
+/// What a script source names: a body to compile, or a cached SHA1.
+pub enum Source {
+    Body(Bytes),
+    Sha(Bytes),
+}
+
+/// A job's view of the engines and of its caller.
+pub struct Session<'a> {
+    server: &'a Server,
+    out: &'a mut BytesMut,
+    protocol: Protocol,
+    db: usize,
+    now_ms: u64,
+    /// Inside EXEC: the transaction holds every shard already.
+    inside_exec: bool,
+    /// Keys the script's writes may have made ready for blocked clients.
+    ready: Vec<(usize, Bytes)>,
+}
+
+impl Session<'_> {
+    /// The reply writer, in the caller's protocol.
+    pub fn w(&mut self) -> Writer<'_> {
+        Writer::new(self.out, self.protocol)
+    }
+
+    /// The engines, locked until the guard goes. A script's run takes
+    /// them only once its shards are claimed and locked: a transaction in
+    /// flight when it claims may be waiting for them (see [`run_here`]).
+    pub fn engines(&self) -> parking_lot::MutexGuard<'_, Engines> {
+        self.server.scripting.engines.lock()
+    }
+
+    /// EVAL, EVALSHA and their _RO forms: finds or compiles the script,
+    /// checks it may run as Redis's `scriptPrepareForRun` does, and runs
+    /// it over `keys` and `args`.
+    pub fn eval(&mut self, source: Source, keys: &[Bytes], args: &[Bytes], read_only: bool) {
+        let found = {
+            let scripts = &mut self.engines().scripts;
+            match source {
+                Source::Body(body) => scripts.load(&body, true),
+                Source::Sha(sha) => scripts
+                    .lookup(&sha)
+                    .ok_or_else(|| "NOSCRIPT No matching script. Please use EVAL.".to_string()),
+            }
+        };
+        let (sha, flags) = match found {
+            Ok(found) => found,
+            Err(e) => return self.w().error(&e),
+        };
+        self.run(Kind::Eval, flags, read_only, keys, |engines, host, w| {
+            engines.scripts.run(&sha, keys, args, host, w)
+        });
+    }
+
+    /// Runs a script of `kind` with `flags` over `keys`: refuses it as
+    /// Redis would, or claims and locks its keys' shards (unless EXEC
+    /// holds them), runs `body` and releases them.
+    fn run(
+        &mut self,
+        kind: Kind,
+        flags: ScriptFlags,
+        read_only: bool,
+        keys: &[Bytes],
+        body: impl FnOnce(&mut Engines, &mut ScriptHost, &mut Writer),
+    ) {
+        let server = self.server;
+        let compatible = flags.contains(ScriptFlags::EVAL_COMPAT_MODE);
+        let writes = compatible || !flags.contains(ScriptFlags::NO_WRITES);
+        if !compatible && writes && read_only {
+            return self
+                .w()
+                .error("ERR Can not execute a script with write flag using *_ro command.");
+        }
+        let over_maxmemory = server.make_room(self.now_ms, 0).is_none();
+        let allow_oom = !compatible && flags.contains(ScriptFlags::ALLOW_OOM);
+        if !compatible && writes && !allow_oom && over_maxmemory {
+            return self.w().error(crate::cmd::context::errors::OOM);
+        }
+        let mut shards = server.store.shard_set();
+        for key in keys {
+            shards.insert_key(self.db, key);
+        }
+        let gate = &server.scripting.gate;
+        let locked = match self.inside_exec {
+            true => None,
+            false => {
+                let threshold = server
+                    .config
+                    .read()
+                    .accepted
+                    .get("busy-reply-threshold")
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(5000);
+                gate.start(kind, self.now_ms, threshold);
+                gate.claim(shards.words());
+                let claimed = shards.words().to_vec();
+                Some((shards.lock(), claimed))
+            }
+        };
+        let mut host = ScriptHost::new(
+            server,
+            self.db,
+            self.now_ms,
+            keys,
+            locked,
+            host::Limits {
+                read_only: read_only || !writes,
+                allow_oom,
+                over_maxmemory,
+            },
+        );
+        let mut w = Writer::new(self.out, self.protocol);
+        body(&mut server.scripting.engines.lock(), &mut host, &mut w);
+        let ended = host.end();
+        if !self.inside_exec {
+            gate.end();
+        }
+        if ended.reached_undeclared_keys {
+            server.scripting.undeclared_keys.fetch_add(1, Ordering::Relaxed);
+        }
+        self.ready.extend(ended.ready);
+    }
+}
