@@ -948,6 +948,22 @@ mod tests {
     }
 
     #[test]
+    fn a_load_past_the_heap_limit_fails_and_the_state_goes_on() {
+        let mut functions = Functions::new(Control::new(Arc::new(|_, _| {})), 1 << 20).unwrap();
+        let greedy = library("lib", "local t = {} for i = 1, 1e7 do t[i] = i end");
+        assert_eq!(
+            load(&mut functions, &greedy),
+            Err("ERR Error registering functions: ERR not enough memory".into())
+        );
+        let fine = library(
+            "lib",
+            "redis.register_function('f', function() return 1 end)",
+        );
+        assert_eq!(load(&mut functions, &fine), Ok("lib".into()));
+        assert_eq!(fcall(&mut functions, "f", &[], &[]), ":1\r\n");
+    }
+
+    #[test]
     fn list_replies_as_redis_in_both_protocols() {
         let mut functions = functions();
         let code = library(

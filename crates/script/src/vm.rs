@@ -243,6 +243,10 @@ impl Vm {
                 Ok(Value::String(s)) => Err(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
                 _ => Err("ERR execution failure".into()),
             },
+            // Lua 5.1 skips the handler when memory runs out.
+            Ok((false, Value::String(s))) => {
+                Err(format!("ERR {}", String::from_utf8_lossy(&s.as_bytes())))
+            }
             Ok((false, _)) => Err("ERR execution failure".into()),
             Err(e) => Err(format!("ERR {e}")),
         }
