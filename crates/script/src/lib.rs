@@ -9,6 +9,7 @@
 mod convert;
 mod eval;
 mod flags;
+mod functions;
 mod host;
 pub mod libs;
 mod rand48;
@@ -16,5 +17,6 @@ mod vm;
 
 pub use eval::{sha1_hex, Scripts, MAX_EVAL_SCRIPTS};
 pub use flags::ScriptFlags;
+pub use functions::{Functions, RestorePolicy};
 pub use host::{Host, LogLevel, Logger};
 pub use vm::{Control, Invocation, Vm, REDIS_VERSION};

@@ -12,6 +12,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use keel_resp::{Protocol, Writer};
@@ -71,7 +72,7 @@ impl std::fmt::Display for Raised {
 
 impl std::error::Error for Raised {}
 
-fn raise(message: impl Into<String>) -> mlua::Error {
+pub(crate) fn raise(message: impl Into<String>) -> mlua::Error {
     mlua::Error::external(Raised {
         message: message.into(),
         ignore_stats: false,
@@ -104,7 +105,7 @@ pub struct Vm {
     /// The scripts' environment: the allowed globals, read-only.
     pub env: Table,
     /// The allowed globals themselves, where EVAL's KEYS and ARGV go.
-    globals: Table,
+    pub(crate) globals: Table,
     /// The `redis` table behind its read-only proxy.
     redis: Table,
     /// `protect(t)`: a read-only proxy of `t` (see sandbox.lua).
@@ -209,6 +210,46 @@ impl Vm {
                 Err(raise(control.kill_message))
             },
         );
+    }
+
+    /// Calls `function` without arguments under the error handler, as
+    /// FUNCTION LOAD runs a library's code: no kill applies, but once it
+    /// has run for `limit` (looked at every [`HOOK_PERIOD`] instructions,
+    /// as Redis's load hook) it fails with `message`, on every line from
+    /// then on so `pcall` cannot catch it. The error is the `err` text of
+    /// the table the handler made (`ERR user_function:3: ...`).
+    pub(crate) fn call_within(
+        &self,
+        function: &Function,
+        limit: Duration,
+        message: &'static str,
+    ) -> Result<(), String> {
+        let start = Instant::now();
+        self.lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_PERIOD),
+            move |lua, _| {
+                if start.elapsed() <= limit {
+                    return Ok(VmState::Continue);
+                }
+                lua.set_hook(HookTriggers::EVERY_LINE, move |_, _| Err(raise(message)));
+                Err(raise(message))
+            },
+        );
+        let outcome = self.runner.call::<(bool, Value)>(function);
+        self.watch_for_kill();
+        match outcome {
+            Ok((true, _)) => Ok(()),
+            Ok((false, Value::Table(err))) => match err.raw_get::<Value>("err") {
+                Ok(Value::String(s)) => Err(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+                _ => Err("ERR execution failure".into()),
+            },
+            // Lua 5.1 skips the handler when memory runs out.
+            Ok((false, Value::String(s))) => {
+                Err(format!("ERR {}", String::from_utf8_lossy(&s.as_bytes())))
+            }
+            Ok((false, _)) => Err("ERR execution failure".into()),
+            Err(e) => Err(format!("ERR {e}")),
+        }
     }
 
     /// Compiles `code` as chunk `name` (`@user_script`) in `env`; the error
