@@ -12,6 +12,8 @@
 //!   version and CRC-64 footer): [`dump`], [`restore`];
 //! - [`packed`]: listpacks, ziplists, zipmaps and intsets, the blobs
 //!   inside objects;
+//! - [`functions`]: the FUNCTION DUMP/RESTORE payload of function
+//!   libraries;
 //! - [`lzf`]: the compression of long strings;
 //! - [`crc64`]: the checksum.
 //!
@@ -19,11 +21,13 @@
 //! before anything is allocated for it, and no input panics.
 
 pub mod crc64;
+pub mod functions;
 pub mod lzf;
 pub mod object;
 pub mod packed;
 pub mod payload;
 
+pub use functions::{dump_functions, restore_functions, FunctionsError};
 pub use object::{read_object, read_object_within, write_object, Refused};
 pub use payload::{dump, restore, restore_within, PayloadError, RDB_VERSION};
 

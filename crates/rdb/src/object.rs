@@ -328,6 +328,30 @@ fn read_count(c: &mut Cursor, min_bytes: usize) -> Result<usize, Malformed> {
     Ok(n)
 }
 
+/// One RDB string (plain, integer-encoded or LZF-compressed) at the front
+/// of `bytes`, and the bytes it took, allocating at most about `budget`.
+pub fn read_string_within(bytes: &[u8], budget: usize) -> Result<(Vec<u8>, usize), Refused> {
+    let mut c = Cursor::new(bytes);
+    let mut b = Budget {
+        left: budget,
+        exceeded: false,
+    };
+    match read_string(&mut c, &mut b) {
+        Ok(s) => Ok((s, c.pos())),
+        Err(Malformed) if b.exceeded => Err(Refused::OverBudget),
+        Err(Malformed) => Err(Refused::Malformed),
+    }
+}
+
+/// Appends `s` as Redis's `rdbSaveRawString` writes it.
+pub fn write_string(s: &[u8], out: &mut Vec<u8>) {
+    Writer {
+        out,
+        compressor: None,
+    }
+    .string(s);
+}
+
 fn read_string(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
     match read_length_or_encoding(c)? {
         Ok(len) => {

@@ -29,20 +29,19 @@ pub enum PayloadError {
 pub fn dump(value: &Value, thresholds: &Thresholds) -> Vec<u8> {
     let mut payload = Vec::new();
     write_object(value, thresholds, &mut payload);
-    payload.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(0, &payload);
-    payload.extend_from_slice(&crc.to_le_bytes());
-    payload
+    seal(payload)
 }
 
-/// The value of a DUMP payload, its footer checked first.
-pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
-    restore_within(payload, usize::MAX)
+/// Appends the footer to `body`: the RDB version and the checksum.
+pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    body.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    body
 }
 
-/// [`restore`], allocating at most about `budget` bytes while decoding
-/// (see [`read_object_within`]).
-pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadError> {
+/// The body of `payload`, once its footer is checked.
+pub(crate) fn checked_body(payload: &[u8]) -> Result<&[u8], PayloadError> {
     let body_len = payload
         .len()
         .checked_sub(FOOTER_LEN)
@@ -54,7 +53,18 @@ pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadErr
     if version > RDB_VERSION || u64::from_le_bytes(crc) != crc64(0, &payload[..body_len + 2]) {
         return Err(PayloadError::VersionOrChecksum);
     }
-    match read_object_within(body, budget) {
+    Ok(body)
+}
+
+/// The value of a DUMP payload, its footer checked first.
+pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
+    restore_within(payload, usize::MAX)
+}
+
+/// [`restore`], allocating at most about `budget` bytes while decoding
+/// (see [`read_object_within`]).
+pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadError> {
+    match read_object_within(checked_body(payload)?, budget) {
         Ok((value, _)) => Ok(value),
         Err(Refused::OverBudget) => Err(PayloadError::OverBudget),
         Err(Refused::Malformed) => Err(PayloadError::BadData),

@@ -216,6 +216,9 @@ static COMMANDS: &[&Spec] = &[
     &scripting::eval::EVAL_RO,
     &scripting::eval::EVALSHA_RO,
     &scripting::script::SPEC,
+    &scripting::fcall::FCALL,
+    &scripting::fcall::FCALL_RO,
+    &scripting::function::SPEC,
 ];
 
 /// The resolved command table: every spec (subcommands included) with a

@@ -62,6 +62,9 @@ pub struct Gate {
     slots: Mutex<Vec<Slot>>,
     /// Woken when a script ends.
     ended: tokio::sync::Notify,
+    /// The running script's name (a SHA1 or a function's name) and the
+    /// command that runs it, for FUNCTION STATS.
+    called: Mutex<(String, Vec<bytes::Bytes>)>,
     /// Keys whose blocked clients a command could not serve because
     /// serving them reaches the running script's shards: the script thread
     /// serves them once the script ends.
@@ -99,6 +102,7 @@ impl Gate {
             slots: Mutex::new(Vec::new()),
             ended: tokio::sync::Notify::new(),
             deferred: Mutex::new(Vec::new()),
+            called: Mutex::new((String::new(), Vec::new())),
         }
     }
 
@@ -155,9 +159,15 @@ impl Gate {
             .any(|(&wanted, claimed)| wanted & claimed.load(Ordering::Relaxed) != 0)
     }
 
-    /// A script starts at `now_ms`; other commands see it until
-    /// [`Gate::end`].
-    pub fn start(&self, kind: Kind, now_ms: u64, threshold_ms: u64) {
+    /// The running script's name and command (see [`Gate::start`]).
+    pub fn called(&self) -> (String, Vec<bytes::Bytes>) {
+        self.called.lock().clone()
+    }
+
+    /// Script `name`, run by `command`, starts at `now_ms`; other commands
+    /// see it until [`Gate::end`].
+    pub fn start(&self, kind: Kind, name: &str, command: &[bytes::Bytes], now_ms: u64, threshold_ms: u64) {
+        *self.called.lock() = (name.to_string(), command.to_vec());
         self.function.store(kind == Kind::Function, Ordering::Relaxed);
         self.wrote.store(false, Ordering::Relaxed);
         self.threshold_ms.store(threshold_ms, Ordering::Relaxed);
@@ -247,7 +257,7 @@ mod tests {
         let claimer = {
             let (gate, claimed) = (gate.clone(), claimed.clone());
             std::thread::spawn(move || {
-                gate.start(Kind::Eval, 1, 5000);
+                gate.start(Kind::Eval, "sha", &[], 1, 5000);
                 gate.claim(&[0b100]);
                 claimed.store(true, Ordering::SeqCst);
             })
@@ -266,7 +276,7 @@ mod tests {
     #[test]
     fn running_scripts_pass_their_threshold() {
         let gate = Gate::new(1);
-        gate.start(Kind::Function, 1_000, 200);
+        gate.start(Kind::Function, "f", &[], 1_000, 200);
         let running = gate.running(1_100).unwrap();
         assert!(!running.past_threshold && running.kind == Kind::Function && !running.wrote);
         gate.note_write();

@@ -43,11 +43,13 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use keel_resp::{Protocol, Writer};
-use keel_script::{Control, LogLevel, ScriptFlags, Scripts};
+use keel_script::{Control, Functions, LogLevel, ScriptFlags, Scripts};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::client::ClientHandle;
+use crate::cmd::context::errors;
+use crate::cmd::context::scripting::keys_and_args;
 use crate::cmd::Execution;
 use crate::server::Server;
 use gate::{Gate, Kind};
@@ -57,6 +59,8 @@ use host::ScriptHost;
 pub struct Engines {
     /// EVAL's script cache and Lua state.
     pub scripts: Scripts,
+    /// FUNCTION's libraries and their Lua state.
+    pub functions: Functions,
 }
 
 /// The server's scripting: engines, gate, kill switch and job queue.
@@ -71,10 +75,22 @@ pub struct Scripting {
     pub undeclared_keys: AtomicU64,
     /// The client scripts run their commands as.
     pub client_handle: Arc<ClientHandle>,
-    /// INFO's view of the engines, kept as each job ends, so INFO never
-    /// waits for a running script: cached scripts, their bytes, EVAL's
-    /// Lua heap.
-    memory: [AtomicUsize; 3],
+    /// INFO's and FUNCTION STATS's view of the engines, kept as each job
+    /// ends, so they never wait for a running script.
+    memory: [AtomicUsize; 8],
+}
+
+/// What the engines hold, for INFO and FUNCTION STATS.
+pub struct EnginesMemory {
+    /// EVAL scripts dropped from the cache past its bound.
+    pub evicted_scripts: usize,
+    pub cached_scripts: usize,
+    pub scripts_bytes: usize,
+    pub eval_heap: usize,
+    pub libraries: usize,
+    pub functions: usize,
+    pub functions_bytes: usize,
+    pub functions_heap: usize,
 }
 
 /// Bytes a script's Lua heap may hold when `lua-maxmemory` is not set.
@@ -93,27 +109,50 @@ impl Scripting {
         });
         let control = Control::new(logger);
         let scripts = Scripts::new(control.clone(), heap_limit).expect("a fresh Lua state starts");
-        Scripting {
+        let functions =
+            Functions::new(control.clone(), heap_limit).expect("a fresh Lua state starts");
+        let scripting = Scripting {
             gate: Gate::new(databases),
             control,
-            engines: Mutex::new(Engines { scripts }),
+            engines: Mutex::new(Engines { scripts, functions }),
             jobs: Mutex::new(None),
             undeclared_keys: AtomicU64::new(0),
             client_handle: Arc::new(ClientHandle::unlisted()),
             memory: Default::default(),
-        }
+        };
+        scripting.note_memory(&scripting.engines.lock());
+        scripting
     }
 
-    /// INFO's memory fields: (cached scripts, their bytes, EVAL's Lua heap).
-    pub fn memory(&self) -> (usize, usize, usize) {
-        let [count, bytes, heap] = self.memory.each_ref().map(|m| m.load(Ordering::Relaxed));
-        (count, bytes, heap)
+    /// What the engines hold, as the last job left them.
+    pub fn memory(&self) -> EnginesMemory {
+        let [cached_scripts, scripts_bytes, eval_heap, libraries, functions, functions_bytes, functions_heap, evicted_scripts] =
+            self.memory.each_ref().map(|m| m.load(Ordering::Relaxed));
+        EnginesMemory {
+            evicted_scripts,
+            cached_scripts,
+            scripts_bytes,
+            eval_heap,
+            libraries,
+            functions,
+            functions_bytes,
+            functions_heap,
+        }
     }
 
     /// Updates what [`Scripting::memory`] reports.
     fn note_memory(&self, engines: &Engines) {
-        let scripts = &engines.scripts;
-        let values = [scripts.len(), scripts.cache_bytes(), scripts.vm_bytes()];
+        let (scripts, functions) = (&engines.scripts, &engines.functions);
+        let values = [
+            scripts.len(),
+            scripts.cache_bytes(),
+            scripts.vm_bytes(),
+            functions.library_count(),
+            functions.function_count(),
+            functions.bytes(),
+            functions.vm_bytes(),
+            scripts.evicted() as usize,
+        ];
         for (field, value) in self.memory.iter().zip(values) {
             field.store(value, Ordering::Relaxed);
         }
@@ -295,6 +334,11 @@ impl Session<'_> {
         Writer::new(self.out, self.protocol)
     }
 
+    /// The caller's protocol.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
     /// The engines, locked until the guard goes. A script's run takes
     /// them only once its shards are claimed and locked: a transaction in
     /// flight when it claims may be waiting for them (see [`run_here`]).
@@ -305,7 +349,11 @@ impl Session<'_> {
     /// EVAL, EVALSHA and their _RO forms: finds or compiles the script,
     /// checks it may run as Redis's `scriptPrepareForRun` does, and runs
     /// it over `keys` and `args`.
-    pub fn eval(&mut self, source: Source, keys: &[Bytes], args: &[Bytes], read_only: bool) {
+    pub fn eval(&mut self, command: &[Bytes], source: Source, read_only: bool) {
+        let (keys, args) = match keys_and_args(command, errors::NOT_INTEGER) {
+            Ok(split) => split,
+            Err(e) => return self.w().error(&e.0),
+        };
         let found = {
             let scripts = &mut self.engines().scripts;
             match source {
@@ -319,17 +367,38 @@ impl Session<'_> {
             Ok(found) => found,
             Err(e) => return self.w().error(&e),
         };
-        self.run(Kind::Eval, flags, read_only, keys, |engines, host, w| {
-            engines.scripts.run(&sha, keys, args, host, w)
+        let name = sha.clone();
+        self.run(Kind::Eval, &name, command, flags, read_only, &keys, |engines, host, w| {
+            engines.scripts.run(&sha, &keys, &args, host, w)
+        });
+    }
+
+    /// FCALL and FCALL_RO: finds the function, then runs it as
+    /// [`Session::eval`] runs a script.
+    pub fn fcall(&mut self, command: &[Bytes], read_only: bool) {
+        let name = &command[1];
+        let Some(flags) = self.engines().functions.lookup(name) else {
+            return self.w().error("ERR Function not found");
+        };
+        let (keys, args) = match keys_and_args(command, "ERR Bad number of keys provided") {
+            Ok(split) => split,
+            Err(e) => return self.w().error(&e.0),
+        };
+        let shown = String::from_utf8_lossy(name).into_owned();
+        self.run(Kind::Function, &shown, command, flags, read_only, &keys, |engines, host, w| {
+            engines.functions.run(name, &keys, &args, host, w)
         });
     }
 
     /// Runs a script of `kind` with `flags` over `keys`: refuses it as
     /// Redis would, or claims and locks its keys' shards (unless EXEC
     /// holds them), runs `body` and releases them.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
         kind: Kind,
+        name: &str,
+        command: &[Bytes],
         flags: ScriptFlags,
         read_only: bool,
         keys: &[Bytes],
@@ -346,7 +415,7 @@ impl Session<'_> {
         let over_maxmemory = server.make_room(self.now_ms, 0).is_none();
         let allow_oom = !compatible && flags.contains(ScriptFlags::ALLOW_OOM);
         if !compatible && writes && !allow_oom && over_maxmemory {
-            return self.w().error(crate::cmd::context::errors::OOM);
+            return self.w().error(errors::OOM);
         }
         let mut shards = server.store.shard_set();
         for key in keys {
@@ -363,7 +432,7 @@ impl Session<'_> {
                     .get("busy-reply-threshold")
                     .and_then(|t| t.parse().ok())
                     .unwrap_or(5000);
-                gate.start(kind, self.now_ms, threshold);
+                gate.start(kind, name, command, self.now_ms, threshold);
                 gate.claim(shards.words());
                 let claimed = shards.words().to_vec();
                 Some((shards.lock(), claimed))

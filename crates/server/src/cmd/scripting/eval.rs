@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::scripting::{keys_and_args, Source};
-use crate::cmd::context::{errors, keys, Ctx, Error, Spec, BASE};
+use crate::cmd::context::scripting::Source;
+use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
 
 const fn spec(name: &'static str, summary: &'static str, read_only: bool, run: crate::cmd::context::Handler) -> Spec {
     Spec {
@@ -53,11 +53,11 @@ pub const EVALSHA_RO: Spec = spec(
 );
 
 fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Result<(), Error> {
-    let (keys, argv) = keys_and_args(args, errors::NOT_INTEGER)?;
+    let command = args.to_vec();
     let source = match by_sha {
         true => Source::Sha(args[1].clone()),
         false => Source::Body(args[1].clone()),
     };
-    ctx.script_job(move |session| session.eval(source, &keys, &argv, read_only));
+    ctx.script_job(move |session| session.eval(&command, source, read_only));
     Ok(())
 }

@@ -188,6 +188,22 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("allocator_resident", m.resident.to_string());
             put("total_system_memory", m.system.to_string());
             put("total_system_memory_human", human(m.system));
+            let scripts = server.scripting.memory();
+            let vm_total = (scripts.eval_heap + scripts.functions_heap) as u64;
+            let scripts_bytes = (scripts.scripts_bytes + scripts.functions_bytes) as u64;
+            put("used_memory_lua", scripts.eval_heap.to_string());
+            put("used_memory_vm_eval", scripts.eval_heap.to_string());
+            put("used_memory_lua_human", human(scripts.eval_heap as u64));
+            put("used_memory_scripts_eval", scripts.scripts_bytes.to_string());
+            put("number_of_cached_scripts", scripts.cached_scripts.to_string());
+            put("number_of_functions", scripts.functions.to_string());
+            put("number_of_libraries", scripts.libraries.to_string());
+            put("used_memory_vm_functions", scripts.functions_heap.to_string());
+            put("used_memory_vm_total", vm_total.to_string());
+            put("used_memory_vm_total_human", human(vm_total));
+            put("used_memory_functions", scripts.functions_bytes.to_string());
+            put("used_memory_scripts", scripts_bytes.to_string());
+            put("used_memory_scripts_human", human(scripts_bytes));
             put("maxmemory", maxmemory.to_string());
             put("maxmemory_human", human(maxmemory));
             put("maxmemory_policy", config.maxmemory_policy.name().into());
@@ -253,6 +269,16 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 server.store.expire_lag_ms_max(now_ms).to_string(),
             );
             put("evicted_keys", server.store.evicted_keys().to_string());
+            put(
+                "evicted_scripts",
+                server.scripting.memory().evicted_scripts.to_string(),
+            );
+            put(
+                "keel_scripts_undeclared_keys",
+                (server.scripting.undeclared_keys)
+                    .load(Ordering::Relaxed)
+                    .to_string(),
+            );
             put("evicted_clients", "0".into());
             put("eviction_cpu_usec", t.eviction_usec.to_string());
             put(
