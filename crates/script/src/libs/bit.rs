@@ -1,5 +1,434 @@
-use mlua::Lua;
+//! `bit`: LuaBitOp 1.0.2, the bitwise operations Redis bundles
+//! (`deps/lua/src/lua_bit.c`), as the global table `bit` with `tobit`,
+//! `tohex`, `bnot`, `band`, `bor`, `bxor`, `lshift`, `rshift`, `arshift`,
+//! `rol`, `ror` and `bswap`.
+//!
+//! Every operand is first normalized to a 32-bit integer the way LuaBitOp
+//! does it: the Lua number (a double; a string is converted as
+//! `lua_tonumber` would) is added to 2^52 + 2^51 and the low 32 bits of the
+//! sum's representation are the operand. That rounds to nearest-even, wraps
+//! modulo 2^32, maps NaN and the infinities to 0 and keeps only the low bits
+//! of huge values, so `tobit(2^32 + 5) == 5`. Results are returned as signed
+//! 32-bit numbers. A value that is neither a number nor a numeric string
+//! raises `bad argument #n to 'f' (number expected, got <type>)`.
+//!
+//! This file also holds the calling convention the four libraries share
+//! ([`lib_function`]): a library function written in Rust returns a
+//! [`Failure`] for what the C library reports with `luaL_error` or
+//! `luaL_argerror`, and a small C trampoline raises it as a Lua string
+//! error from the frame the script called, so the message carries the
+//! caller's position (`user_script:1: ...`) and the function's name exactly
+//! as Lua computes them for a C function. Raising from Rust directly would
+//! hand scripts a userdata instead of the string Redis gives them.
 
-pub fn load(_lua: &Lua) -> mlua::Result<()> {
-    Ok(())
+use std::ffi::{c_int, c_void};
+
+use mlua::{ffi, Function, LightUserData, Lua, MultiValue, Table, Value};
+
+/// What a library function reports instead of its results.
+pub(super) enum Failure {
+    /// `luaL_error(L, msg)`: the caller's position, then the message.
+    Message(Vec<u8>),
+    /// `luaL_argerror(L, arg, msg)`: `bad argument #arg to 'name' (msg)`.
+    Argument(i64, Vec<u8>),
+    /// An error of the binding itself (memory), raised as mlua raises it.
+    Lua(mlua::Error),
+}
+
+impl From<mlua::Error> for Failure {
+    fn from(err: mlua::Error) -> Self {
+        Failure::Lua(err)
+    }
+}
+
+pub(super) type LibResult<T> = Result<T, Failure>;
+
+/// `luaL_error` with a formatted message.
+pub(super) fn message<T>(msg: impl Into<Vec<u8>>) -> LibResult<T> {
+    Err(Failure::Message(msg.into()))
+}
+
+/// `luaL_argerror` for argument `arg` (1-based).
+pub(super) fn arg_error<T>(arg: usize, msg: impl Into<Vec<u8>>) -> LibResult<T> {
+    Err(Failure::Argument(arg as i64, msg.into()))
+}
+
+/// `luaL_typerror`: `<expected> expected, got <type of the argument>`.
+pub(super) fn type_error<T>(args: &MultiValue, arg: usize, expected: &str) -> LibResult<T> {
+    let got = args.get(arg - 1).map_or("no value", type_name);
+    arg_error(arg, format!("{expected} expected, got {got}"))
+}
+
+/// The name `lua_typename` gives a value's type.
+pub(super) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::LightUserData(_) | Value::UserData(_) => "userdata",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
+}
+
+/// `lua_tonumber`: numbers, and strings Lua reads as numbers.
+pub(super) fn to_number(lua: &Lua, value: Option<&Value>) -> LibResult<Option<f64>> {
+    Ok(match value {
+        Some(Value::Integer(i)) => Some(*i as f64),
+        Some(Value::Number(n)) => Some(*n),
+        Some(v @ Value::String(_)) => lua.coerce_number(v.clone())?,
+        _ => None,
+    })
+}
+
+/// `luaL_checknumber` for argument `arg` (1-based).
+pub(super) fn check_number(lua: &Lua, args: &MultiValue, arg: usize) -> LibResult<f64> {
+    match to_number(lua, args.get(arg - 1))? {
+        Some(n) => Ok(n),
+        None => type_error(args, arg, "number"),
+    }
+}
+
+/// `luaL_checklstring` for argument `arg` (1-based): strings, and numbers
+/// converted as Lua converts them.
+pub(super) fn check_bytes(lua: &Lua, args: &MultiValue, arg: usize) -> LibResult<mlua::String> {
+    match args.get(arg - 1) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(v @ (Value::Integer(_) | Value::Number(_))) => match lua.coerce_string(v.clone())? {
+            Some(s) => Ok(s),
+            None => type_error(args, arg, "string"),
+        },
+        _ => type_error(args, arg, "string"),
+    }
+}
+
+/// The address only failures carry as their first result.
+static FAILURE_MARK: u8 = 0;
+
+fn failure_mark() -> *mut c_void {
+    std::ptr::addr_of!(FAILURE_MARK) as *mut c_void
+}
+
+/// Calls its upvalue (the Rust function) with its own arguments and, when
+/// that returned a failure (mark, arg or nil, message), raises it as the C
+/// library would from this frame.
+unsafe extern "C-unwind" fn raise_failures(state: *mut ffi::lua_State) -> c_int {
+    let nargs = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+    let nresults = ffi::lua_gettop(state);
+    if nresults == 3
+        && ffi::lua_type(state, 1) == ffi::LUA_TLIGHTUSERDATA
+        && ffi::lua_touserdata(state, 1) == failure_mark()
+    {
+        if ffi::lua_isnil(state, 2) != 0 {
+            ffi::luaL_where(state, 1);
+            ffi::lua_pushvalue(state, 3);
+            ffi::lua_concat(state, 2);
+            ffi::lua_error(state);
+        }
+        let arg = ffi::lua_tointeger(state, 2) as c_int;
+        let msg = ffi::lua_tolstring(state, 3, std::ptr::null_mut());
+        ffi::luaL_argerror(state, arg, msg);
+    }
+    nresults
+}
+
+/// A Lua function running `f`, whose failures become Lua string errors
+/// raised from the calling frame, as the C library raises them.
+pub(super) fn lib_function<F>(lua: &Lua, f: F) -> mlua::Result<Function>
+where
+    F: Fn(&Lua, MultiValue) -> LibResult<MultiValue> + Send + 'static,
+{
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        let (arg, msg) = match f(lua, args) {
+            Ok(results) => return Ok(results),
+            Err(Failure::Lua(err)) => return Err(err),
+            Err(Failure::Message(msg)) => (Value::Nil, msg),
+            Err(Failure::Argument(arg, msg)) => (Value::Integer(arg), msg),
+        };
+        let mark = Value::LightUserData(LightUserData(failure_mark()));
+        let msg = Value::String(lua.create_string(msg)?);
+        Ok(MultiValue::from_vec(vec![mark, arg, msg]))
+    })?;
+    // SAFETY: the closure pops the function exec_raw pushed and leaves one
+    // value, the C closure, which is what we read back.
+    unsafe {
+        lua.exec_raw::<Function>(inner, |state| {
+            ffi::lua_pushcclosure(state, raise_failures, 1);
+        })
+    }
+}
+
+/// Builds a table of library functions.
+pub(super) fn lib_table<F>(lua: &Lua, functions: &[(&str, F)]) -> mlua::Result<Table>
+where
+    F: Fn(&Lua, MultiValue) -> LibResult<MultiValue> + Send + Copy + 'static,
+{
+    let table = lua.create_table()?;
+    for (name, f) in functions {
+        table.raw_set(*name, lib_function(lua, *f)?)?;
+    }
+    Ok(table)
+}
+
+/// One result.
+pub(super) fn single(value: Value) -> LibResult<MultiValue> {
+    Ok(MultiValue::from_vec(vec![value]))
+}
+
+type BitFn = fn(&Lua, MultiValue) -> LibResult<MultiValue>;
+
+/// Sets the global table `bit`.
+pub fn load(lua: &Lua) -> mlua::Result<()> {
+    let functions: [(&str, BitFn); 12] = [
+        ("tobit", tobit),
+        ("bnot", bnot),
+        ("band", band),
+        ("bor", bor),
+        ("bxor", bxor),
+        ("lshift", lshift),
+        ("rshift", rshift),
+        ("arshift", arshift),
+        ("rol", rol),
+        ("ror", ror),
+        ("bswap", bswap),
+        ("tohex", tohex),
+    ];
+    lua.globals().raw_set("bit", lib_table(lua, &functions)?)
+}
+
+/// The low 32 bits of `n + 2^52 + 2^51`: LuaBitOp's normalization.
+fn normalize(n: f64) -> u32 {
+    (n + 6_755_399_441_055_744.0).to_bits() as u32
+}
+
+/// LuaBitOp's `barg`: argument `arg` (1-based) as 32 bits. A value
+/// `lua_tonumber` reads as 0 is only an error when it is not a number.
+fn bit_arg(lua: &Lua, args: &MultiValue, arg: usize) -> LibResult<u32> {
+    let value = args.get(arg - 1);
+    let bits = normalize(to_number(lua, value)?.unwrap_or(0.0));
+    if bits == 0 && !is_number(lua, value)? {
+        return type_error(args, arg, "number");
+    }
+    Ok(bits)
+}
+
+/// `lua_isnumber`: a number or a string convertible to one.
+fn is_number(lua: &Lua, value: Option<&Value>) -> LibResult<bool> {
+    Ok(to_number(lua, value)?.is_some())
+}
+
+fn result(bits: u32) -> LibResult<MultiValue> {
+    single(Value::Integer(i64::from(bits as i32)))
+}
+
+fn tobit(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    result(bit_arg(lua, &args, 1)?)
+}
+
+fn bnot(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    result(!bit_arg(lua, &args, 1)?)
+}
+
+/// Folds the operation over all arguments: the first, then from the last
+/// back to the second, the order LuaBitOp reads (and checks) them in.
+fn fold(lua: &Lua, args: &MultiValue, op: fn(u32, u32) -> u32) -> LibResult<MultiValue> {
+    let mut bits = bit_arg(lua, args, 1)?;
+    for arg in (2..=args.len()).rev() {
+        bits = op(bits, bit_arg(lua, args, arg)?);
+    }
+    result(bits)
+}
+
+fn band(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    fold(lua, &args, |a, b| a & b)
+}
+
+fn bor(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    fold(lua, &args, |a, b| a | b)
+}
+
+fn bxor(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    fold(lua, &args, |a, b| a ^ b)
+}
+
+/// A shift or rotation of the first argument by the second modulo 32.
+fn shift(lua: &Lua, args: &MultiValue, op: fn(u32, u32) -> u32) -> LibResult<MultiValue> {
+    let bits = bit_arg(lua, args, 1)?;
+    let count = bit_arg(lua, args, 2)? & 31;
+    result(op(bits, count))
+}
+
+fn lshift(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    shift(lua, &args, |b, n| b << n)
+}
+
+fn rshift(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    shift(lua, &args, |b, n| b >> n)
+}
+
+fn arshift(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    shift(lua, &args, |b, n| ((b as i32) >> n) as u32)
+}
+
+fn rol(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    shift(lua, &args, u32::rotate_left)
+}
+
+fn ror(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    shift(lua, &args, u32::rotate_right)
+}
+
+fn bswap(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    result(bit_arg(lua, &args, 1)?.swap_bytes())
+}
+
+/// `tohex(x [, n])`: the low `|n|` hex digits of `x` (at most 8, 8 when
+/// `n` is absent), upper case when `n` is negative (`|-2^31|` is 8 digits
+/// too, as the C compiler makes of its overflowing negation).
+fn tohex(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
+    let mut bits = bit_arg(lua, &args, 1)?;
+    let count = if args.len() < 2 {
+        8
+    } else {
+        bit_arg(lua, &args, 2)? as i32
+    };
+    let digits = if count < 0 {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    let count = count.unsigned_abs().min(8) as usize;
+    let mut hex = [0u8; 8];
+    for slot in hex[..count].iter_mut().rev() {
+        *slot = digits[(bits & 15) as usize];
+        bits >>= 4;
+    }
+    single(Value::String(lua.create_string(&hex[..count])?))
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use mlua::Lua;
+
+    /// Runs each `(body, expected)` pair with the four libraries loaded:
+    /// the body is a one-line Lua function body returning a value, wrapped
+    /// as it was when its expected value was asked of redis-server 7.0.15
+    /// (`EVAL "<PRELUDE><body> end) if ok ..." 0`).
+    pub(crate) fn check(cases: &[(&str, &str)]) {
+        let lua = Lua::new();
+        crate::libs::load(&lua).expect("load");
+        let mut failures = Vec::new();
+        for (body, expected) in cases {
+            let got = run(&lua, body);
+            if got.as_bytes() != expected.as_bytes() {
+                failures.push(format!(
+                    "{body}\n   expected {expected:?}\n   got      {got:?}"
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} failures:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+
+    /// The wrapper the expected values were produced with.
+    pub(crate) const PRELUDE: &str = "local function hex(s) return (string.gsub(s, '.', function(c) return string.format('%02x', string.byte(c)) end)) end local ok, r = pcall(function() ";
+
+    pub(crate) fn run(lua: &Lua, body: &str) -> String {
+        let code = format!(
+            "{PRELUDE}{body} end) if ok then return 'ok:' .. tostring(r) else return 'err:' .. tostring(r) end"
+        );
+        let reply: mlua::String = lua
+            .load(code)
+            .set_name("@user_script")
+            .eval()
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+        String::from_utf8_lossy(&reply.as_bytes()).into_owned()
+    }
+
+    fn cases() -> &'static [(&'static str, &'static str)] {
+        &[
+            (r#"local t={} for k,v in pairs(bit) do t[#t+1]=k..'='..type(v) end table.sort(t) return table.concat(t, ' ')"#, "ok:arshift=function band=function bnot=function bor=function bswap=function bxor=function lshift=function rol=function ror=function rshift=function tobit=function tohex=function"),
+            (r#"return bit.tobit(1) == 1 and bit.band(1) == 1 and bit.bxor(1,2) == 3 and bit.bor(1,2,4,8,16,32,64,128) == 255"#, "ok:true"),
+            (r#"return bit.tobit(0xffffffff)"#, "ok:-1"),
+            (r#"return bit.tobit(0xffffffff + 1)"#, "ok:0"),
+            (r#"return bit.tobit(2^40 + 1234)"#, "ok:1234"),
+            (r#"return bit.tobit(2^32 + 5)"#, "ok:5"),
+            (r#"return bit.tobit(2^52 + 3)"#, "ok:2"),
+            (r#"return bit.tobit(2^53 + 3)"#, "ok:2"),
+            (r#"return bit.tobit(2^63)"#, "ok:0"),
+            (r#"return bit.tobit(1e300)"#, "ok:-2013235812"),
+            (r#"return bit.tobit(-1e300)"#, "ok:-2013235812"),
+            (r#"return bit.tobit(0/0)"#, "ok:0"),
+            (r#"return bit.tobit(1/0)"#, "ok:0"),
+            (r#"return bit.tobit(-1/0)"#, "ok:0"),
+            (r#"return bit.tobit(-0)"#, "ok:0"),
+            (r#"return bit.tobit(-2^31 - 1)"#, "ok:2147483647"),
+            (r#"return bit.tobit(2^31)"#, "ok:-2147483648"),
+            (r#"return bit.tobit(2.5) .. ' ' .. bit.tobit(3.5) .. ' ' .. bit.tobit(-2.5) .. ' ' .. bit.tobit(0.5) .. ' ' .. bit.tobit(1.5) .. ' ' .. bit.tobit(-0.5)"#, "ok:2 4 -2 0 2 0"),
+            (r#"return bit.tobit(' 12 ') .. ' ' .. bit.tobit('0x10') .. ' ' .. bit.tobit('1e3') .. ' ' .. bit.tobit('-7')"#, "ok:12 16 1000 -7"),
+            (r#"return bit.tobit('x')"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got string)"),
+            (r#"return bit.tobit('')"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got string)"),
+            (r#"return bit.tobit()"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got no value)"),
+            (r#"return bit.tobit(nil)"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got nil)"),
+            (r#"return bit.tobit(true)"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got boolean)"),
+            (r#"return bit.tobit({})"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got table)"),
+            (r#"return bit.tobit(cjson.null)"#, "err:user_script:1: bad argument #1 to 'tobit' (number expected, got userdata)"),
+            (r#"return bit.tobit(2^32)"#, "ok:0"),
+            (r#"return bit.bnot(0) .. ' ' .. bit.bnot(-1) .. ' ' .. bit.bnot(0x12345678)"#, "ok:-1 0 -305419897"),
+            (r#"return bit.band(0x12345678, 0xff) .. ' ' .. bit.band(-1, -1, 7) .. ' ' .. bit.band(5)"#, "ok:120 7 5"),
+            (r#"return bit.bor(1, 2, 4) .. ' ' .. bit.bor(0x80000000, 1)"#, "ok:7 -2147483647"),
+            (r#"return bit.bxor(0xff, 0x0f, 0x01)"#, "ok:241"),
+            (r#"return bit.band(1, 'a', 'b')"#, "err:user_script:1: bad argument #3 to 'band' (number expected, got string)"),
+            (r#"return bit.band('a', 1)"#, "err:user_script:1: bad argument #1 to 'band' (number expected, got string)"),
+            (r#"return bit.bor(1, 2, nil)"#, "err:user_script:1: bad argument #3 to 'bor' (number expected, got nil)"),
+            (r#"return bit.band()"#, "err:user_script:1: bad argument #1 to 'band' (number expected, got no value)"),
+            (r#"return bit.lshift(1, 0) .. ' ' .. bit.lshift(1, 31) .. ' ' .. bit.lshift(1, 32) .. ' ' .. bit.lshift(1, 33) .. ' ' .. bit.lshift(1, -1)"#, "ok:1 -2147483648 1 2 -2147483648"),
+            (r#"return bit.rshift(-1, 28) .. ' ' .. bit.rshift(-256, 4) .. ' ' .. bit.rshift(1, 32) .. ' ' .. bit.rshift(0x80000000, 31)"#, "ok:15 268435440 1 1"),
+            (r#"return bit.arshift(-256, 4) .. ' ' .. bit.arshift(0x80000000, 31) .. ' ' .. bit.arshift(256, 4) .. ' ' .. bit.arshift(-1, 33)"#, "ok:-16 -1 16 -1"),
+            (r#"return bit.rol(0x12345678, 12) .. ' ' .. bit.ror(0x12345678, 12) .. ' ' .. bit.rol(1, 32) .. ' ' .. bit.ror(1, -1)"#, "ok:1164411171 1736516421 1 2"),
+            (r#"return bit.bswap(0x12345678) .. ' ' .. bit.bswap(0xff) .. ' ' .. bit.bswap(-1)"#, "ok:2018915346 -16777216 -1"),
+            (r#"return bit.lshift(1)"#, "err:user_script:1: bad argument #2 to 'lshift' (number expected, got no value)"),
+            (r#"return bit.lshift()"#, "err:user_script:1: bad argument #1 to 'lshift' (number expected, got no value)"),
+            (r#"return bit.rol(1, 'x')"#, "err:user_script:1: bad argument #2 to 'rol' (number expected, got string)"),
+            (r#"return bit.tohex(1)"#, "ok:00000001"),
+            (r#"return bit.tohex(-1)"#, "ok:ffffffff"),
+            (r#"return bit.tohex(0x12345678, 4)"#, "ok:5678"),
+            (r#"return bit.tohex(0x12345678, -4)"#, "ok:5678"),
+            (r#"return bit.tohex(0xabcdef, -8)"#, "ok:00ABCDEF"),
+            (r#"return bit.tohex(0xabcdef, 12)"#, "ok:00abcdef"),
+            (r#"return bit.tohex(0xabcdef, -12)"#, "ok:00ABCDEF"),
+            (r#"return bit.tohex(255, 0)"#, "ok:"),
+            (r#"return bit.tohex(255, 2^31)"#, "ok:000000FF"),
+            (r#"return bit.tohex(255, -2^31)"#, "ok:000000FF"),
+            (r#"return bit.tohex(255, -2^31 + 1)"#, "ok:000000FF"),
+            (r#"return bit.tohex(255, nil)"#, "err:user_script:1: bad argument #2 to 'tohex' (number expected, got nil)"),
+            (r#"return bit.tohex(255, '3')"#, "ok:0ff"),
+            (r#"return bit.tohex(2^40 + 0xabc)"#, "ok:00000abc"),
+            (r#"return bit.tohex('0x7fffffff', 3)"#, "ok:fff"),
+            (r#"return bit.band(2^53, 2^52 + 1)"#, "ok:0"),
+            (r#"return bit.tobit(4503599627370495.5)"#, "ok:0"),
+            (r#"return bit.tobit(6755399441055744)"#, "ok:0"),
+            (r#"return bit.tobit(-6755399441055745)"#, "ok:0"),
+            (r#"return bit.tobit(2^51 + 0.5)"#, "ok:0"),
+            (r#"return bit.tobit(-2^51 - 0.5)"#, "ok:-1"),
+            (r#"return bit.tobit(1e-300)"#, "ok:0"),
+            (r#"return bit.tobit('  0x1F  ')"#, "ok:31"),
+            (r#"return bit.tobit('1e400')"#, "ok:0"),
+            (r#"return bit.tohex(bit.tobit(-1), 7)"#, "ok:fffffff"),]
+    }
+
+    #[test]
+    fn matches_redis() {
+        check(cases());
+    }
 }
