@@ -105,26 +105,40 @@ pub(super) fn check_bytes(lua: &Lua, args: &MultiValue, arg: usize) -> LibResult
     }
 }
 
-/// The address only failures carry as their first result.
+/// Addresses marking what the Rust function hands the trampoline instead
+/// of its plain results: a failure (mark, arg or nil, message), or results
+/// too many for its own frame (mark, table of them, count).
 static FAILURE_MARK: u8 = 0;
+static SPILL_MARK: u8 = 0;
 
-fn failure_mark() -> *mut c_void {
-    std::ptr::addr_of!(FAILURE_MARK) as *mut c_void
+fn mark(of: &'static u8) -> *mut c_void {
+    std::ptr::from_ref(of) as *mut c_void
 }
 
-/// Calls its upvalue (the Rust function) with its own arguments and, when
-/// that returned a failure (mark, arg or nil, message), raises it as the C
-/// library would from this frame.
+/// Results beyond this many travel in a table: the Rust function's frame
+/// also holds its arguments, the trampoline's only the results, so this
+/// keeps Lua 5.1's 8000-slot limit of a C frame for the results alone.
+const SPILL_OVER: usize = 16;
+
+/// Whether value `idx` is the light userdata `of`.
+unsafe fn is_mark(state: *mut ffi::lua_State, idx: c_int, of: &'static u8) -> bool {
+    ffi::lua_type(state, idx) == ffi::LUA_TLIGHTUSERDATA
+        && ffi::lua_touserdata(state, idx) == mark(of)
+}
+
+/// Calls its upvalue (the Rust function) with its own arguments, then
+/// raises its failure as the C library would from this frame, or returns
+/// its results.
 unsafe extern "C-unwind" fn raise_failures(state: *mut ffi::lua_State) -> c_int {
     let nargs = ffi::lua_gettop(state);
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
     ffi::lua_insert(state, 1);
     ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
     let nresults = ffi::lua_gettop(state);
-    if nresults == 3
-        && ffi::lua_type(state, 1) == ffi::LUA_TLIGHTUSERDATA
-        && ffi::lua_touserdata(state, 1) == failure_mark()
-    {
+    if nresults != 3 {
+        return nresults;
+    }
+    if is_mark(state, 1, &FAILURE_MARK) {
         if ffi::lua_isnil(state, 2) != 0 {
             ffi::luaL_where(state, 1);
             ffi::lua_pushvalue(state, 3);
@@ -134,6 +148,17 @@ unsafe extern "C-unwind" fn raise_failures(state: *mut ffi::lua_State) -> c_int 
         let arg = ffi::lua_tointeger(state, 2) as c_int;
         let msg = ffi::lua_tolstring(state, 3, std::ptr::null_mut());
         ffi::luaL_argerror(state, arg, msg);
+    }
+    if is_mark(state, 1, &SPILL_MARK) {
+        let count = ffi::lua_tointeger(state, 3) as c_int;
+        ffi::lua_settop(state, 2);
+        if ffi::lua_checkstack(state, count) == 0 {
+            ffi::luaL_error(state, c"stack overflow (too many results)".as_ptr());
+        }
+        for i in 1..=count {
+            ffi::lua_rawgeti(state, 2, ffi::lua_Integer::from(i));
+        }
+        return count;
     }
     nresults
 }
@@ -146,12 +171,26 @@ where
 {
     let inner = lua.create_function(move |lua, args: MultiValue| {
         let (arg, msg) = match f(lua, args) {
+            Ok(results) if results.len() > SPILL_OVER => {
+                let count = results.len();
+                let spilled = lua.create_table_with_capacity(count, 0)?;
+                for (i, value) in results.into_iter().enumerate() {
+                    spilled.raw_set(i + 1, value)?;
+                }
+                let mark = Value::LightUserData(LightUserData(mark(&SPILL_MARK)));
+                let count = Value::Integer(count as i64);
+                return Ok(MultiValue::from_vec(vec![
+                    mark,
+                    Value::Table(spilled),
+                    count,
+                ]));
+            }
             Ok(results) => return Ok(results),
             Err(Failure::Lua(err)) => return Err(err),
             Err(Failure::Message(msg)) => (Value::Nil, msg),
             Err(Failure::Argument(arg, msg)) => (Value::Integer(arg), msg),
         };
-        let mark = Value::LightUserData(LightUserData(failure_mark()));
+        let mark = Value::LightUserData(LightUserData(mark(&FAILURE_MARK)));
         let msg = Value::String(lua.create_string(msg)?);
         Ok(MultiValue::from_vec(vec![mark, arg, msg]))
     })?;
