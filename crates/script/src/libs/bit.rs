@@ -21,6 +21,7 @@
 //! as Lua computes them for a C function. Raising from Rust directly would
 //! hand scripts a userdata instead of the string Redis gives them.
 
+use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 
 use mlua::{ffi, Function, LightUserData, Lua, MultiValue, Table, Value};
@@ -31,6 +32,9 @@ pub(super) enum Failure {
     Message(Vec<u8>),
     /// `luaL_argerror(L, arg, msg)`: `bad argument #arg to 'name' (msg)`.
     Argument(i64, Vec<u8>),
+    /// An error Lua itself raises inside the C function (`table index is
+    /// nil`): the message alone, no position.
+    Raw(Vec<u8>),
     /// An error of the binding itself (memory), raised as mlua raises it.
     Lua(mlua::Error),
 }
@@ -46,6 +50,11 @@ pub(super) type LibResult<T> = Result<T, Failure>;
 /// `luaL_error` with a formatted message.
 pub(super) fn message<T>(msg: impl Into<Vec<u8>>) -> LibResult<T> {
     Err(Failure::Message(msg.into()))
+}
+
+/// An error raised by Lua itself inside the C function: no position.
+pub(super) fn raw_error<T>(msg: impl Into<Vec<u8>>) -> LibResult<T> {
+    Err(Failure::Raw(msg.into()))
 }
 
 /// `luaL_argerror` for argument `arg` (1-based).
@@ -87,9 +96,81 @@ pub(super) fn to_number(lua: &Lua, value: Option<&Value>) -> LibResult<Option<f6
 /// `luaL_checknumber` for argument `arg` (1-based).
 pub(super) fn check_number(lua: &Lua, args: &MultiValue, arg: usize) -> LibResult<f64> {
     match to_number(lua, args.get(arg - 1))? {
+        Some(n) if n == 0.0 => Ok(exact_arg(arg).unwrap_or(n)),
         Some(n) => Ok(n),
         None => type_error(args, arg, "number"),
     }
+}
+
+// mlua reads a Lua number as an integer when it is within 2^-52 of one, so
+// -0 and the numbers of magnitude below 2^-52 all arrive as `Integer(0)`.
+// The libraries print and pack those exactly, so where a 0 arrives they
+// ask again: the trampoline notes such arguments before the call, and
+// `exact_value` reads a table field natively.
+
+thread_local! {
+    /// The arguments of the library call running on this thread that mlua
+    /// reads as 0 though they are not: (1-based position, exact value).
+    /// One record, not a stack: a library call made from inside another
+    /// (a `__gc` metamethod run by an allocation) leaves the outer one
+    /// with none, which reads those arguments as 0 as mlua does.
+    static EXACT_ARGS: RefCell<Vec<(usize, f64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether mlua reads `n` as `Integer(0)` though it is not +0.
+fn reads_as_zero(n: f64) -> bool {
+    if n == 0.0 {
+        n.is_sign_negative()
+    } else {
+        n.abs() < f64::EPSILON
+    }
+}
+
+/// The exact value of argument `arg` (1-based) when mlua read it as 0.
+pub(super) fn exact_arg(arg: usize) -> Option<f64> {
+    EXACT_ARGS.with(|exact| {
+        exact
+            .borrow()
+            .iter()
+            .find(|(i, _)| *i == arg)
+            .map(|(_, n)| *n)
+    })
+}
+
+/// Argument `arg` (1-based) as a value, a number read as 0 made exact.
+pub(super) fn exact_arg_value(args: &MultiValue, arg: usize) -> Value {
+    match args.get(arg - 1) {
+        Some(Value::Integer(0)) => exact_arg(arg).map_or(Value::Integer(0), Value::Number),
+        Some(value) => value.clone(),
+        None => Value::Nil,
+    }
+}
+
+/// `value`, read from `table[key]`, made exact if mlua read it as 0.
+pub(super) fn exact_value(
+    lua: &Lua,
+    table: &Table,
+    key: &Value,
+    value: Value,
+) -> mlua::Result<Value> {
+    if !matches!(value, Value::Integer(0)) {
+        return Ok(value);
+    }
+    let mut exact = 0.0;
+    // SAFETY: exec_raw pushed the table and the key; rawget replaces the
+    // key by the value, which is read and left for exec_raw to drop.
+    unsafe {
+        lua.exec_raw::<()>((table, key), |state| {
+            ffi::lua_rawget(state, -2);
+            exact = ffi::lua_tonumber(state, -1);
+            ffi::lua_settop(state, 0);
+        })?;
+    }
+    Ok(if reads_as_zero(exact) {
+        Value::Number(exact)
+    } else {
+        value
+    })
 }
 
 /// `luaL_checklstring` for argument `arg` (1-based): strings, and numbers
@@ -115,6 +196,12 @@ fn mark(of: &'static u8) -> *mut c_void {
     std::ptr::from_ref(of) as *mut c_void
 }
 
+/// The most bytes an encoder (`cjson.encode`, `cmsgpack.pack`) produces
+/// before it gives up: Redis's default `proto-max-bulk-len`. The C
+/// libraries have no limit (a self-referencing table packs into
+/// exponentially many bytes), keel bounds what a script can allocate.
+pub(super) const MAX_OUTPUT: usize = 512 << 20;
+
 /// Results beyond this many travel in a table: the Rust function's frame
 /// also holds its arguments, the trampoline's only the results, so this
 /// keeps Lua 5.1's 8000-slot limit of a C frame for the results alone.
@@ -131,14 +218,32 @@ unsafe fn is_mark(state: *mut ffi::lua_State, idx: c_int, of: &'static u8) -> bo
 /// its results.
 unsafe extern "C-unwind" fn raise_failures(state: *mut ffi::lua_State) -> c_int {
     let nargs = ffi::lua_gettop(state);
+    // Nothing owning memory lives in this frame: lua_call may longjmp out.
+    EXACT_ARGS.with(|exact| {
+        let mut exact = exact.borrow_mut();
+        exact.clear();
+        for i in 1..=nargs {
+            if ffi::lua_type(state, i) == ffi::LUA_TNUMBER {
+                let n = ffi::lua_tonumber(state, i);
+                if reads_as_zero(n) {
+                    exact.push((i as usize, n));
+                }
+            }
+        }
+    });
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
     ffi::lua_insert(state, 1);
     ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+    EXACT_ARGS.with(|exact| exact.borrow_mut().clear());
     let nresults = ffi::lua_gettop(state);
     if nresults != 3 {
         return nresults;
     }
     if is_mark(state, 1, &FAILURE_MARK) {
+        if ffi::lua_isboolean(state, 2) != 0 {
+            ffi::lua_settop(state, 3);
+            ffi::lua_error(state);
+        }
         if ffi::lua_isnil(state, 2) != 0 {
             ffi::luaL_where(state, 1);
             ffi::lua_pushvalue(state, 3);
@@ -152,11 +257,12 @@ unsafe extern "C-unwind" fn raise_failures(state: *mut ffi::lua_State) -> c_int 
     if is_mark(state, 1, &SPILL_MARK) {
         let count = ffi::lua_tointeger(state, 3) as c_int;
         ffi::lua_settop(state, 2);
+        ffi::lua_remove(state, 1);
         if ffi::lua_checkstack(state, count) == 0 {
             ffi::luaL_error(state, c"stack overflow (too many results)".as_ptr());
         }
         for i in 1..=count {
-            ffi::lua_rawgeti(state, 2, ffi::lua_Integer::from(i));
+            ffi::lua_rawgeti(state, 1, ffi::lua_Integer::from(i));
         }
         return count;
     }
@@ -188,6 +294,7 @@ where
             Ok(results) => return Ok(results),
             Err(Failure::Lua(err)) => return Err(err),
             Err(Failure::Message(msg)) => (Value::Nil, msg),
+            Err(Failure::Raw(msg)) => (Value::Boolean(false), msg),
             Err(Failure::Argument(arg, msg)) => (Value::Integer(arg), msg),
         };
         let mark = Value::LightUserData(LightUserData(mark(&FAILURE_MARK)));
@@ -213,6 +320,40 @@ where
         table.raw_set(*name, lib_function(lua, *f)?)?;
     }
     Ok(table)
+}
+
+/// Values a walk keeps while it is inside nested tables, stored in a Lua
+/// table: mlua gives every live handle a slot of its own reference stack,
+/// 8000 slots like Lua's C stack, which nesting as deep as the C libraries
+/// allow would exhaust if each level held its table in Rust.
+pub(super) struct Ancestors {
+    store: Table,
+    len: usize,
+}
+
+impl Ancestors {
+    pub(super) fn new(lua: &Lua) -> mlua::Result<Self> {
+        Ok(Ancestors {
+            store: lua.create_table()?,
+            len: 0,
+        })
+    }
+
+    pub(super) fn push(&mut self, value: Value) -> mlua::Result<()> {
+        self.len += 1;
+        self.store.raw_set(self.len, value)
+    }
+
+    /// The last value pushed (nil when there is none).
+    pub(super) fn pop(&mut self) -> mlua::Result<Value> {
+        if self.len == 0 {
+            return Ok(Value::Nil);
+        }
+        let value = self.store.raw_get(self.len)?;
+        self.store.raw_set(self.len, Value::Nil)?;
+        self.len -= 1;
+        Ok(value)
+    }
 }
 
 /// One result.
