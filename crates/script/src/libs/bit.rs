@@ -278,18 +278,11 @@ where
     let inner = lua.create_function(move |lua, args: MultiValue| {
         let (arg, msg) = match f(lua, args) {
             Ok(results) if results.len() > SPILL_OVER => {
-                let count = results.len();
-                let spilled = lua.create_table_with_capacity(count, 0)?;
-                for (i, value) in results.into_iter().enumerate() {
-                    spilled.raw_set(i + 1, value)?;
+                let mut spilled = Results::new(lua)?;
+                for value in results {
+                    spilled.push(value)?;
                 }
-                let mark = Value::LightUserData(LightUserData(mark(&SPILL_MARK)));
-                let count = Value::Integer(count as i64);
-                return Ok(MultiValue::from_vec(vec![
-                    mark,
-                    Value::Table(spilled),
-                    count,
-                ]));
+                return Ok(spilled.into_multi());
             }
             Ok(results) => return Ok(results),
             Err(Failure::Lua(err)) => return Err(err),
@@ -353,6 +346,52 @@ impl Ancestors {
         self.store.raw_set(self.len, Value::Nil)?;
         self.len -= 1;
         Ok(value)
+    }
+}
+
+/// The results of a call that may return thousands of values, kept in a
+/// Lua table as they come (each value held in Rust would take a slot of
+/// mlua's 8000-slot reference stack) and unpacked by the trampoline.
+pub(super) struct Results {
+    table: Table,
+    len: usize,
+}
+
+impl Results {
+    pub(super) fn new(lua: &Lua) -> mlua::Result<Self> {
+        Ok(Results {
+            table: lua.create_table()?,
+            len: 0,
+        })
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(super) fn push(&mut self, value: Value) -> mlua::Result<()> {
+        self.len += 1;
+        self.table.raw_set(self.len, value)
+    }
+
+    /// Replaces result `i` (1-based).
+    pub(super) fn set(&mut self, i: usize, value: Value) -> mlua::Result<()> {
+        self.table.raw_set(i, value)
+    }
+
+    /// The last result, removed.
+    pub(super) fn pop(&mut self) -> mlua::Result<Value> {
+        let value = self.table.raw_get(self.len)?;
+        self.table.raw_set(self.len, Value::Nil)?;
+        self.len -= 1;
+        Ok(value)
+    }
+
+    /// What the Rust function returns for the trampoline to unpack.
+    pub(super) fn into_multi(self) -> MultiValue {
+        let mark = Value::LightUserData(LightUserData(mark(&SPILL_MARK)));
+        let count = Value::Integer(self.len as i64);
+        MultiValue::from_vec(vec![mark, Value::Table(self.table), count])
     }
 }
 

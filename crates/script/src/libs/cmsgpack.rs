@@ -33,7 +33,7 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::bit::{
     arg_error, check_bytes, check_number, exact_arg_value, exact_value, lib_table, message,
-    raw_error, single, Ancestors, Failure, LibResult, MAX_OUTPUT,
+    raw_error, single, Ancestors, Failure, LibResult, Results, MAX_OUTPUT,
 };
 
 /// Tables nested this deep pack as nil.
@@ -300,18 +300,23 @@ fn unpack_values(lua: &Lua, args: &MultiValue, limit: i64, offset: i64) -> LibRe
         data: &data,
         at: offset as usize,
     };
-    let mut values = Vec::new();
-    while cursor.at < len && (values.len() as i64) < limit {
+    let mut values = Results::new(lua)?;
+    if !decode_all {
+        // The offset comes first; its slot is filled in at the end.
+        values.push(Value::Nil)?;
+    }
+    let first = values.len();
+    while cursor.at < len && ((values.len() - first) as i64) < limit {
         // The string argument takes one slot, each value decoded one more.
-        let value = match decode(lua, &mut cursor, 1 + values.len())? {
+        let value = match decode(lua, &mut cursor, 1 + values.len() - first)? {
             Ok(value) => value,
             Err(Malformed::Eof) => return message("Missing bytes in input."),
             Err(Malformed::BadFormat) => return message("Bad data format in input."),
         };
-        values.push(value);
+        values.push(value)?;
     }
     if !decode_all {
-        if 1 + values.len() + 1 > MAX_C_STACK {
+        if 1 + values.len() > MAX_C_STACK {
             return message("stack overflow (in function mp_unpack_full)");
         }
         let next = if cursor.at == len {
@@ -319,9 +324,9 @@ fn unpack_values(lua: &Lua, args: &MultiValue, limit: i64, offset: i64) -> LibRe
         } else {
             i64::from(cursor.at as i32)
         };
-        values.insert(0, Value::Integer(next));
+        values.set(1, Value::Integer(next))?;
     }
-    Ok(MultiValue::from_vec(values))
+    Ok(values.into_multi())
 }
 
 /// What stops decoding, reported once the value is abandoned.
@@ -635,7 +640,17 @@ mod tests {
             (r#"return select('#', cmsgpack.unpack_limit(string.rep('\1', 8000), 7998))"#, "ok:7999"),
             (r#"return select('#', cmsgpack.unpack_limit(string.rep('\1', 8000), 7999))"#, "err:user_script:1: stack overflow (in function mp_unpack_full)"),
             (r#"return select('#', cmsgpack.unpack_limit(string.rep('\1', 8000), 7997))"#, "ok:7998"),
-            (r#"return table.concat({cmsgpack.unpack('\207\128\0\0\0\0\0\0\0\207\127\255\255\255\255\255\255\255')}, ',')"#, "ok:-9.2233720368548e+18,9.2233720368548e+18"),]
+            (r#"return table.concat({cmsgpack.unpack('\207\128\0\0\0\0\0\0\0\207\127\255\255\255\255\255\255\255')}, ',')"#, "ok:-9.2233720368548e+18,9.2233720368548e+18"),
+            (r#"return select('#', cmsgpack.unpack(string.rep('\161a', 7999)))"#, "ok:7999"),
+            (r#"local t = {cmsgpack.unpack(string.rep('\161a', 7999))} return #t .. t[7999]"#, "ok:7999a"),
+            (r#"return select('#', cmsgpack.unpack_limit(string.rep('\161b', 8000), 7998))"#, "ok:7999"),
+            (r#"return type(cmsgpack.unpack(string.rep('\129\161a', 3998) .. '\1'))"#, "ok:table"),
+            (r#"return type(cmsgpack.unpack(string.rep('\129\161a', 3999) .. '\1'))"#, "ok:table"),
+            (r#"return type(cmsgpack.unpack(string.rep('\129\161a', 4000) .. '\1'))"#, "err:user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)"),
+            (r#"local t = cmsgpack.unpack(string.rep('\129\161a', 3000) .. '\1') for i = 1, 3000 do t = t.a end return t"#, "ok:1"),
+            (r#"local a = {} for i = 1, 7000 do a[i] = 'x' .. i end return #cmsgpack.pack(a)"#, "ok:40896"),
+            (r#"local a = {} for i = 1, 7000 do a['k' .. i] = 'x' .. i end local m = cmsgpack.unpack(cmsgpack.pack(a)) return m.k6999"#, "ok:x6999"),
+            (r#"return hex(cmsgpack.pack(-0, 1e-300, -1e-20, 0, {-0, 2^-60}))"#, "ok:00cb01a56e1fc2f8f359cbbbc79ca10c924223009200ca21800000"),]
     }
 
     #[test]

@@ -27,7 +27,7 @@
 use mlua::{Lua, MultiValue, Value};
 
 use super::bit::{
-    arg_error, check_bytes, check_number, lib_table, message, single, to_number, LibResult,
+    arg_error, check_bytes, check_number, lib_table, message, single, to_number, LibResult, Results,
 };
 
 /// Largest `n` of `in`/`In`.
@@ -274,7 +274,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
     let stack_base = args.len().max(2);
     let mut pos = (offset - 1) as usize;
     let mut fmt = Format::new(&format);
-    let mut results: Vec<Value> = Vec::new();
+    let mut results = Results::new(lua)?;
     let data_fits = |pos: usize, size: usize| size <= data.len() && pos <= data.len() - size;
     while let Some(opt) = fmt.next_option() {
         let mut size = fmt.size_of(opt)?;
@@ -289,7 +289,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
             b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
                 let bytes = &data[pos..pos + size];
                 let signed = opt.is_ascii_lowercase();
-                results.push(Value::Number(get_integer(bytes, fmt.endian, signed)));
+                results.push(Value::Number(get_integer(bytes, fmt.endian, signed)))?;
             }
             b'x' => {}
             b'f' => {
@@ -298,7 +298,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
                     Endian::Little => f32::from_le_bytes(bytes),
                     Endian::Big => f32::from_be_bytes(bytes),
                 };
-                results.push(Value::Number(f64::from(f)));
+                results.push(Value::Number(f64::from(f)))?;
             }
             b'd' => {
                 let bytes: [u8; 8] = data[pos..pos + 8].try_into().unwrap_or_default();
@@ -306,38 +306,39 @@ fn unpack(lua: &Lua, args: MultiValue) -> LibResult<MultiValue> {
                     Endian::Little => f64::from_le_bytes(bytes),
                     Endian::Big => f64::from_be_bytes(bytes),
                 };
-                results.push(Value::Number(d));
+                results.push(Value::Number(d))?;
             }
             b'c' => {
                 if size == 0 {
-                    let previous = match results.last() {
-                        Some(v) => to_number(lua, Some(v))?,
-                        None => None,
+                    // The C code reads the value it pushed last, if any.
+                    let previous = if results.len() > 0 {
+                        Some(results.pop()?)
+                    } else {
+                        None
                     };
-                    let Some(length) = previous else {
+                    let Some(length) = to_number(lua, previous.as_ref())? else {
                         return message("format 'c0' needs a previous size");
                     };
-                    results.pop();
                     size = truncate(length) as usize;
                     if !data_fits(pos, size) {
                         return arg_error(2, "data string too short");
                     }
                 }
-                results.push(Value::String(lua.create_string(&data[pos..pos + size])?));
+                results.push(Value::String(lua.create_string(&data[pos..pos + size])?))?;
             }
             b's' => {
                 let Some(len) = data[pos..].iter().position(|&b| b == 0) else {
                     return message("unfinished string in data");
                 };
-                results.push(Value::String(lua.create_string(&data[pos..pos + len])?));
+                results.push(Value::String(lua.create_string(&data[pos..pos + len])?))?;
                 size = len + 1;
             }
             _ => fmt.control(opt)?,
         }
         pos = pos.wrapping_add(size);
     }
-    results.push(Value::Number(pos.wrapping_add(1) as i64 as f64));
-    Ok(MultiValue::from_vec(results))
+    results.push(Value::Number(pos.wrapping_add(1) as i64 as f64))?;
+    Ok(results.into_multi())
 }
 
 /// `struct.size(format)`: the bytes `pack` would produce. Unknown letters
@@ -483,7 +484,15 @@ mod tests {
             (r#"return table.concat({struct.unpack('b', 'abc', 0/0)}, ',')"#, "err:user_script:1: bad argument #2 to 'unpack' (data string too short)"),
             (r#"return table.concat({struct.unpack('b', 'abc', 1/0)}, ',')"#, "err:user_script:1: bad argument #2 to 'unpack' (data string too short)"),
             (r#"return table.concat({struct.unpack('b', 'abc', -2^63)}, ',')"#, "err:user_script:1: bad argument #2 to 'unpack' (data string too short)"),
-            (r#"return table.concat({struct.unpack('bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', string.rep('\1', 50))}, ',')"#, "ok:1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,43"),]
+            (r#"return table.concat({struct.unpack('bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', string.rep('\1', 50))}, ',')"#, "ok:1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,43"),
+            (r#"return select('#', struct.unpack(string.rep('c1', 7997), string.rep('a', 8000)))"#, "ok:7998"),
+            (r#"local t = {struct.unpack(string.rep('s', 7997), string.rep('a\0', 8000))} return #t .. t[7997] .. t[7998]"#, "ok:7998a15995"),
+            (r#"return select('#', struct.unpack(string.rep('c1', 7998), string.rep('a', 8000)))"#, "err:user_script:1: stack overflow (too many results)"),
+            (r#"return hex(struct.pack('<d', -0.0)) .. hex(struct.pack('>d', 1e-300)) .. hex(struct.pack('>f', -1e-30))"#, "ok:000000000000008001a56e1fc2f8f3598da24260"),
+            (r#"return table.concat({struct.unpack('bc0', '\0')}, ',')"#, "ok:,2"),
+            (r#"return table.concat({struct.unpack('Bc0c0', '\2ab')}, ',')"#, "err:user_script:1: format 'c0' needs a previous size"),
+            (r#"return table.concat({struct.unpack('c1c0', '2ab')}, ',')"#, "ok:ab,4"),
+            (r#"return table.concat({struct.unpack('c1c0', ' 2 ab')}, ',')"#, "err:user_script:1: format 'c0' needs a previous size"),]
     }
 
     #[test]
