@@ -12,14 +12,23 @@
 //! 32-bit numbers. A value that is neither a number nor a numeric string
 //! raises `bad argument #n to 'f' (number expected, got <type>)`.
 //!
-//! This file also holds the calling convention the four libraries share
-//! ([`lib_function`]): a library function written in Rust returns a
-//! [`Failure`] for what the C library reports with `luaL_error` or
-//! `luaL_argerror`, and a small C trampoline raises it as a Lua string
-//! error from the frame the script called, so the message carries the
-//! caller's position (`user_script:1: ...`) and the function's name exactly
-//! as Lua computes them for a C function. Raising from Rust directly would
-//! hand scripts a userdata instead of the string Redis gives them.
+//! This file also holds what the four libraries share:
+//! - [`lib_function`], their calling convention: a library function written
+//!   in Rust returns a [`Failure`] for what the C library reports with
+//!   `luaL_error` or `luaL_argerror`, and a small C trampoline raises it as
+//!   a Lua string error from the frame the script called, so the message
+//!   carries the caller's position (`user_script:1: ...`) and the
+//!   function's name exactly as Lua computes them for a C function (raising
+//!   from Rust directly would hand scripts a userdata, not a string);
+//! - exact numbers: mlua reads a number within 2^-52 of an integer as that
+//!   integer, so -0 and magnitudes below 2^-52 arrive as 0; the trampoline
+//!   notes such arguments and [`exact_value`] re-reads such table fields,
+//!   so they print and pack as in Redis (table keys are still read as 0);
+//! - bounded handles: every value Rust holds takes a slot of mlua's
+//!   reference stack (8000 slots, like Lua's C stack), so walks through
+//!   nested tables keep their ancestors in a Lua table ([`Ancestors`]) and
+//!   functions returning thousands of values build them in one
+//!   ([`Results`]), which lets them reach the same limits as the C code.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -178,10 +187,12 @@ pub(super) fn exact_value(
 pub(super) fn check_bytes(lua: &Lua, args: &MultiValue, arg: usize) -> LibResult<mlua::String> {
     match args.get(arg - 1) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(v @ (Value::Integer(_) | Value::Number(_))) => match lua.coerce_string(v.clone())? {
-            Some(s) => Ok(s),
-            None => type_error(args, arg, "string"),
-        },
+        Some(Value::Integer(_) | Value::Number(_)) => {
+            match lua.coerce_string(exact_arg_value(args, arg))? {
+                Some(s) => Ok(s),
+                None => type_error(args, arg, "string"),
+            }
+        }
         _ => type_error(args, arg, "string"),
     }
 }
@@ -545,7 +556,8 @@ pub(super) mod tests {
         let mut failures = Vec::new();
         for (body, expected) in cases {
             let got = run(&lua, body);
-            if got.as_bytes() != expected.as_bytes() {
+            if got != expected.as_bytes() {
+                let got = String::from_utf8_lossy(&got);
                 failures.push(format!(
                     "{body}\n   expected {expected:?}\n   got      {got:?}"
                 ));
@@ -562,7 +574,7 @@ pub(super) mod tests {
     /// The wrapper the expected values were produced with.
     pub(crate) const PRELUDE: &str = "local function hex(s) return (string.gsub(s, '.', function(c) return string.format('%02x', string.byte(c)) end)) end local ok, r = pcall(function() ";
 
-    pub(crate) fn run(lua: &Lua, body: &str) -> String {
+    pub(crate) fn run(lua: &Lua, body: &str) -> Vec<u8> {
         let code = format!(
             "{PRELUDE}{body} end) if ok then return 'ok:' .. tostring(r) else return 'err:' .. tostring(r) end"
         );
@@ -571,7 +583,99 @@ pub(super) mod tests {
             .set_name("@user_script")
             .eval()
             .unwrap_or_else(|e| panic!("{body}: {e}"));
-        String::from_utf8_lossy(&reply.as_bytes()).into_owned()
+        reply.as_bytes().to_vec()
+    }
+
+    /// A deterministic xorshift generator for the robustness tests.
+    pub(crate) struct Rng(pub(crate) u64);
+
+    impl Rng {
+        pub(crate) fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+
+        /// Up to `max_len` bytes, mostly from `alphabet`, sometimes any.
+        pub(crate) fn bytes(&mut self, alphabet: &[u8], max_len: usize) -> Vec<u8> {
+            let len = self.below(max_len + 1);
+            (0..len)
+                .map(|_| match self.below(8) {
+                    0 => self.below(256) as u8,
+                    _ => alphabet[self.below(alphabet.len())],
+                })
+                .collect()
+        }
+    }
+
+    /// Calls the Lua function `function` (a path such as `cjson.decode`)
+    /// under `pcall` with `count` argument lists from `args`, each of which
+    /// must return or raise a Lua error: a panic fails the test.
+    pub(crate) fn survives(
+        function: &str,
+        count: usize,
+        mut args: impl FnMut(&Lua, &mut Rng) -> Vec<mlua::Value>,
+    ) {
+        let lua = Lua::new();
+        crate::libs::load(&lua).expect("load");
+        let call: mlua::Function = lua
+            .load(format!(
+                "return function(...) return pcall({function}, ...) end"
+            ))
+            .eval()
+            .expect("wrapper");
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..count {
+            let args = args(&lua, &mut rng);
+            let described = format!("{args:?}");
+            call.call::<mlua::MultiValue>(mlua::MultiValue::from_vec(args))
+                .unwrap_or_else(|e| panic!("{function}({described}): {e}"));
+        }
+    }
+
+    /// Random numbers as bit operands: the edges of the conversions, and
+    /// strings.
+    fn operand(lua: &Lua, rng: &mut Rng) -> mlua::Value {
+        const EDGES: [f64; 12] = [
+            0.0,
+            -0.0,
+            1e-300,
+            0.5,
+            -2.5,
+            2147483648.0,
+            -2147483649.0,
+            4294967296.0,
+            6755399441055744.0,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        match rng.below(4) {
+            0 => mlua::Value::Number(EDGES[rng.below(EDGES.len())]),
+            1 => mlua::Value::Integer(rng.below(1 << 40) as i64 - (1 << 39)),
+            2 => mlua::Value::String(
+                lua.create_string(rng.bytes(b"0x12 -e.", 6))
+                    .expect("string"),
+            ),
+            _ => mlua::Value::Number(f64::from_bits(rng.below(usize::MAX) as u64)),
+        }
+    }
+
+    #[test]
+    fn random_operands_never_panic() {
+        for function in [
+            "bit.tobit",
+            "bit.tohex",
+            "bit.band",
+            "bit.lshift",
+            "bit.arshift",
+            "bit.ror",
+        ] {
+            survives(function, 2000, |lua, rng| {
+                (0..rng.below(4)).map(|_| operand(lua, rng)).collect()
+            });
+        }
     }
 
     fn cases() -> &'static [(&'static str, &'static str)] {

@@ -34,11 +34,19 @@
 //! Nesting beyond `decode_max_depth` (1000) or Lua's C stack (two slots per
 //! array, three per object) is `Found too many nested data structures`.
 //!
-//! Keel differs in one bound: encoding stops with an error past
-//! [`MAX_OUTPUT`] bytes (an array of 2^31 nulls is allowed with the sparse
-//! check off), where the C library grows its buffer until memory runs out.
-//! `encode_keep_buffer` is accepted and reported but changes nothing: the
-//! buffer it keeps is an allocation detail.
+//! Keel differs from Redis in three details:
+//! - encoding stops with an error past [`MAX_OUTPUT`] bytes (an array of
+//!   2^31 nulls is allowed with the sparse check off), where the C library
+//!   grows its buffer until memory runs out;
+//! - an object key that is -0 or a number of magnitude below 2^-52 is
+//!   written as `"0"` (and its value looked up as `t[0]`): mlua reads such
+//!   keys as 0 (values are read exactly, see `bit.rs`);
+//! - `encode_keep_buffer` is accepted and reported but changes nothing:
+//!   the buffer it keeps is an allocation detail.
+//!
+//! The encoder snapshots an object's keys into a Lua table before writing
+//! it, so it writes them in `next` order without holding a Rust handle per
+//! key.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -1275,6 +1283,43 @@ mod tests {
             (r#"local t = {} for i = 1, 20000 do t[i] = 'v' .. i end return #cjson.encode(t)"#, "ok:168895"),
             (r#"local t = cjson.decode(cjson.encode({a = {1, 2, {b = 'c'}}, d = 'e'})) return t.a[3].b .. t.d"#, "ok:ce"),
             (r#"return select('#', cjson.encode_sparse_array())"#, "ok:3"),]
+    }
+
+    use super::super::bit::tests::survives;
+    use mlua::Value;
+
+    const JSON: &[u8] =
+        b"{}[]:,\"\\/ubfnrtu0123456789abcdefABCDEF+-.eExXpPinfINFaltrsNu\x00\xff \n";
+
+    #[test]
+    fn random_input_never_panics() {
+        survives("cjson.decode", 50000, |lua, rng| {
+            vec![Value::String(
+                lua.create_string(rng.bytes(JSON, 30)).expect("json"),
+            )]
+        });
+    }
+
+    #[test]
+    fn format_g_matches_printf() {
+        use super::format_g;
+        let cases: [(f64, usize, &str); 12] = [
+            (0.1, 14, "0.1"),
+            (1.0 / 3.0, 14, "0.33333333333333"),
+            (1e15, 14, "1e+15"),
+            (123456789012345678.0, 14, "1.2345678901235e+17"),
+            (1e-5, 14, "1e-05"),
+            (0.0001, 14, "0.0001"),
+            (-1e300, 14, "-1e+300"),
+            (99999999999999.5, 14, "1e+14"),
+            (0.125, 2, "0.12"),
+            (2.5, 1, "2"),
+            (-0.0, 14, "-0"),
+            (f64::INFINITY, 14, "inf"),
+        ];
+        for (n, precision, expected) in cases {
+            assert_eq!(format_g(n, precision), expected, "{n} at {precision}");
+        }
     }
 
     #[test]

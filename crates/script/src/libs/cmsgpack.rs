@@ -25,9 +25,12 @@
 //! not unbounded recursion (it is decoded with an explicit stack). A map
 //! key that is nil or NaN is Lua's own `table index is nil` / `is NaN`.
 //!
-//! Keel differs in one bound: packing stops with an error past
-//! [`MAX_OUTPUT`] bytes, where the C library grows its buffer until memory
-//! runs out.
+//! Keel differs from Redis in two details: packing stops with an error
+//! past [`MAX_OUTPUT`] bytes, where the C library grows its buffer until
+//! memory runs out; and a map key that is -0 or a number of magnitude below
+//! 2^-52 packs as the integer 0, as mlua reads such keys (values are read
+//! exactly, see `bit.rs`). Uint 64 unpacks as a signed int 64, as Redis's
+//! copy of the C code does.
 
 use mlua::{Lua, MultiValue, Table, Value};
 
@@ -651,6 +654,30 @@ mod tests {
             (r#"local a = {} for i = 1, 7000 do a[i] = 'x' .. i end return #cmsgpack.pack(a)"#, "ok:40896"),
             (r#"local a = {} for i = 1, 7000 do a['k' .. i] = 'x' .. i end local m = cmsgpack.unpack(cmsgpack.pack(a)) return m.k6999"#, "ok:x6999"),
             (r#"return hex(cmsgpack.pack(-0, 1e-300, -1e-20, 0, {-0, 2^-60}))"#, "ok:00cb01a56e1fc2f8f359cbbbc79ca10c924223009200ca21800000"),]
+    }
+
+    use super::super::bit::tests::survives;
+    use mlua::Value;
+
+    /// Markers of every kind, small lengths, and bytes of each class.
+    const MSGPACK: &[u8] = b"\x00\x01\x7f\x80\x81\x8f\x90\x91\x9f\xa0\xa1\xbf\xc0\xc1\xc2\xc3\xc4\xca\xcb\xcc\xcd\xce\xcf\xd0\xd1\xd2\xd3\xd9\xda\xdb\xdc\xdd\xde\xdf\xe0\xff";
+
+    #[test]
+    fn random_input_never_panics() {
+        for function in [
+            "cmsgpack.unpack",
+            "cmsgpack.unpack_one",
+            "cmsgpack.unpack_limit",
+        ] {
+            survives(function, 20000, |lua, rng| {
+                let data = lua.create_string(rng.bytes(MSGPACK, 30)).expect("data");
+                let mut args = vec![Value::String(data)];
+                for _ in 0..rng.below(3) {
+                    args.push(Value::Integer(rng.below(40) as i64 - 4));
+                }
+                args
+            });
+        }
     }
 
     #[test]

@@ -495,6 +495,43 @@ mod tests {
             (r#"return table.concat({struct.unpack('c1c0', ' 2 ab')}, ',')"#, "err:user_script:1: format 'c0' needs a previous size"),]
     }
 
+    use super::super::bit::tests::survives;
+    use mlua::Value;
+
+    const FORMAT: &[u8] = b"<>!=xbBhHlLTiIfdsc0123456789 q";
+
+    #[test]
+    fn random_formats_never_panic() {
+        survives("struct.unpack", 20000, |lua, rng| {
+            let format = lua.create_string(rng.bytes(FORMAT, 12)).expect("format");
+            let data = lua
+                .create_string(rng.bytes(b"\0\x01\xff2a", 40))
+                .expect("data");
+            let mut args = vec![Value::String(format), Value::String(data)];
+            if rng.below(3) == 0 {
+                args.push(Value::Integer(rng.below(50) as i64 - 5));
+            }
+            args
+        });
+        survives("struct.pack", 20000, |lua, rng| {
+            let format = lua.create_string(rng.bytes(FORMAT, 12)).expect("format");
+            let mut args = vec![Value::String(format)];
+            for _ in 0..rng.below(6) {
+                args.push(match rng.below(3) {
+                    0 => Value::Number(f64::from_bits(rng.below(usize::MAX) as u64)),
+                    1 => Value::Integer(rng.below(1000) as i64 - 500),
+                    _ => Value::String(lua.create_string(rng.bytes(b"ab\0", 10)).expect("arg")),
+                });
+            }
+            args
+        });
+        survives("struct.size", 20000, |lua, rng| {
+            vec![Value::String(
+                lua.create_string(rng.bytes(FORMAT, 12)).expect("format"),
+            )]
+        });
+    }
+
     #[test]
     fn matches_redis() {
         super::super::bit::tests::check(cases());
