@@ -326,37 +326,53 @@ where
     Ok(table)
 }
 
-/// Values a walk keeps while it is inside nested tables, stored in a Lua
-/// table: mlua gives every live handle a slot of its own reference stack,
-/// 8000 slots like Lua's C stack, which nesting as deep as the C libraries
-/// allow would exhaust if each level held its table in Rust.
+/// Values a walk keeps while it is inside nested tables: the first levels
+/// in Rust, deeper ones in a Lua table. mlua gives every live handle a
+/// slot of its own reference stack, 8000 slots like Lua's C stack, which
+/// nesting as deep as the C libraries allow would exhaust if each level
+/// held its table in Rust.
 pub(super) struct Ancestors {
-    store: Table,
-    len: usize,
+    near: Vec<Value>,
+    far: Option<Table>,
+    far_len: usize,
 }
 
+/// How many values `Ancestors` keeps in Rust.
+const NEAR_ANCESTORS: usize = 64;
+
 impl Ancestors {
-    pub(super) fn new(lua: &Lua) -> mlua::Result<Self> {
-        Ok(Ancestors {
-            store: lua.create_table()?,
-            len: 0,
-        })
+    pub(super) fn new() -> Self {
+        Ancestors {
+            near: Vec::new(),
+            far: None,
+            far_len: 0,
+        }
     }
 
-    pub(super) fn push(&mut self, value: Value) -> mlua::Result<()> {
-        self.len += 1;
-        self.store.raw_set(self.len, value)
+    pub(super) fn push(&mut self, lua: &Lua, value: Value) -> mlua::Result<()> {
+        if self.near.len() < NEAR_ANCESTORS {
+            self.near.push(value);
+            return Ok(());
+        }
+        let far = match &self.far {
+            Some(far) => far,
+            None => self.far.insert(lua.create_table()?),
+        };
+        self.far_len += 1;
+        far.raw_set(self.far_len, value)
     }
 
     /// The last value pushed (nil when there is none).
     pub(super) fn pop(&mut self) -> mlua::Result<Value> {
-        if self.len == 0 {
-            return Ok(Value::Nil);
+        match &self.far {
+            Some(far) if self.far_len > 0 => {
+                let value = far.raw_get(self.far_len)?;
+                far.raw_set(self.far_len, Value::Nil)?;
+                self.far_len -= 1;
+                Ok(value)
+            }
+            _ => Ok(self.near.pop().unwrap_or(Value::Nil)),
         }
-        let value = self.store.raw_get(self.len)?;
-        self.store.raw_set(self.len, Value::Nil)?;
-        self.len -= 1;
-        Ok(value)
     }
 }
 

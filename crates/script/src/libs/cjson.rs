@@ -310,9 +310,25 @@ fn encode(lua: &Lua, config: &Shared, args: MultiValue) -> LibResult<MultiValue>
 /// A table being written: its position, the table itself (and for an
 /// object the snapshot of its keys) held by the encoder or `Ancestors`.
 enum Writing {
-    Array { next: usize, len: usize },
-    Object { next: usize, len: usize },
+    Array {
+        next: usize,
+        len: usize,
+    },
+    /// An object whose keys wait in a Lua table.
+    Object {
+        next: usize,
+        len: usize,
+    },
+    /// A small object whose pairs are held here.
+    Pairs {
+        pairs: std::vec::IntoIter<(Value, Value)>,
+        first: bool,
+    },
 }
+
+/// How many pairs of small objects the encoder holds at once (the rest go
+/// through a Lua table, slower but holding no handles).
+const HELD_PAIRS: usize = 1024;
 
 struct Encoder<'a> {
     cfg: &'a Config,
@@ -331,10 +347,12 @@ impl Encoder<'_> {
         // the outer ones wait in `ancestors`, two values per level.
         let mut table: Option<Table> = None;
         let mut keys: Option<Table> = None;
-        let mut ancestors = Ancestors::new(lua)?;
+        let mut ancestors = Ancestors::new();
         // Slots of the C frame's stack in use: the argument, then one per
         // array level (the element) and two per object level (key, value).
         let mut slots = 1;
+        // Pairs held in `Writing::Pairs` frames.
+        let mut held = 0;
         let mut value = root.clone();
         loop {
             if self.out.len() > MAX_OUTPUT {
@@ -355,10 +373,12 @@ impl Encoder<'_> {
                     if depth > self.cfg.encode_max_depth as usize || slots + 3 > MAX_C_STACK {
                         return message(format!("Cannot serialise, excessive nesting ({depth})"));
                     }
-                    let len = self.array_length(&value, inner)?;
+                    let mut pairs = None;
+                    let room = HELD_PAIRS - held;
+                    let len = self.array_length(&value, inner, &mut pairs, room)?;
                     if let Some(outer) = table.take() {
-                        ancestors.push(Value::Table(outer))?;
-                        ancestors.push(keys.take().map_or(Value::Nil, Value::Table))?;
+                        ancestors.push(lua, Value::Table(outer))?;
+                        ancestors.push(lua, keys.take().map_or(Value::Nil, Value::Table))?;
                     }
                     if len > 0 {
                         self.out.push(b'[');
@@ -367,6 +387,14 @@ impl Encoder<'_> {
                             len: len as usize,
                         });
                         slots += 1;
+                    } else if let Some(pairs) = pairs {
+                        self.out.push(b'{');
+                        held += pairs.len();
+                        open.push(Writing::Pairs {
+                            pairs: pairs.into_iter(),
+                            first: true,
+                        });
+                        slots += 2;
                     } else {
                         self.out.push(b'{');
                         let snapshot = lua.create_table()?;
@@ -408,6 +436,19 @@ impl Encoder<'_> {
                         self.key(&key)?;
                         let element = current.raw_get(key.clone())?;
                         break exact_value(lua, current, &key, element)?;
+                    }
+                    Writing::Pairs { pairs, first } => {
+                        if let Some((key, element)) = pairs.next() {
+                            held -= 1;
+                            if !*first {
+                                self.out.push(b',');
+                            }
+                            *first = false;
+                            self.key(&key)?;
+                            break exact_value(lua, current, &key, element)?;
+                        }
+                        self.out.push(b'}');
+                        slots -= 2;
                     }
                     Writing::Array { .. } => {
                         self.out.push(b']');
@@ -496,12 +537,20 @@ impl Encoder<'_> {
     /// The array length of a table as the C code computes it: the largest
     /// key when all keys are positive integers (as a C `int`, so a key of
     /// 2^31 or more makes it negative and the table an object), -1 for an
-    /// object; an excessively sparse array is an error or an object.
-    fn array_length(&self, value: &Value, table: &Table) -> LibResult<i32> {
+    /// object; an excessively sparse array is an error or an object. Sets
+    /// `entries` to the table's pairs if there are at most `room` of them.
+    fn array_length(
+        &self,
+        value: &Value,
+        table: &Table,
+        entries: &mut Option<Vec<(Value, Value)>>,
+        room: usize,
+    ) -> LibResult<i32> {
         let mut max: i32 = 0;
         let mut items: i32 = 0;
         let mut array = true;
-        table.for_each::<Value, Value>(|key, _| {
+        let mut kept = Some(Vec::new());
+        table.for_each::<Value, Value>(|key, element| {
             let k = match key {
                 Value::Integer(i) => i as f64,
                 Value::Number(n) => n,
@@ -509,18 +558,23 @@ impl Encoder<'_> {
             };
             if !array || k.is_nan() || k == 0.0 || k.floor() != k || k < 1.0 {
                 array = false;
-                return Ok(());
+            } else {
+                if k > f64::from(max) {
+                    max = if k < 2_147_483_648.0 {
+                        k as i32
+                    } else {
+                        i32::MIN
+                    };
+                }
+                items = items.wrapping_add(1);
             }
-            if k > f64::from(max) {
-                max = if k < 2_147_483_648.0 {
-                    k as i32
-                } else {
-                    i32::MIN
-                };
+            match &mut kept {
+                Some(pairs) if pairs.len() < room => pairs.push((key, element)),
+                _ => kept = None,
             }
-            items = items.wrapping_add(1);
             Ok(())
         })?;
+        *entries = kept;
         if !array {
             return Ok(-1);
         }
@@ -550,6 +604,10 @@ fn format_g(n: f64, precision: usize) -> String {
         return if n.is_sign_negative() { "-0" } else { "0" }.to_string();
     }
     let precision = precision.max(1);
+    // An integer of at most `precision` digits prints as itself.
+    if n.fract() == 0.0 && n.abs() < 10f64.powi(precision as i32) {
+        return (n as i64).to_string();
+    }
     let scientific = format!("{:.*e}", precision - 1, n);
     let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
@@ -857,7 +915,7 @@ impl Parser<'_> {
         let mut open: Vec<Container> = Vec::new();
         // The innermost open container; the outer ones wait in `ancestors`.
         let mut current: Option<Table> = None;
-        let mut ancestors = Ancestors::new(lua)?;
+        let mut ancestors = Ancestors::new();
         // Slots of the C frame's stack in use: the argument, then the
         // table (and key) of each open container.
         let mut slots = 1;
@@ -885,7 +943,7 @@ impl Parser<'_> {
                         Value::Table(table)
                     } else {
                         if let Some(outer) = current.replace(table) {
-                            ancestors.push(Value::Table(outer))?;
+                            ancestors.push(lua, Value::Table(outer))?;
                         }
                         if object {
                             let key = self.object_key(token)?;

@@ -36,7 +36,7 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::bit::{
     arg_error, check_bytes, check_number, exact_arg_value, exact_value, lib_table, message,
-    raw_error, single, Ancestors, Failure, LibResult, Results, MAX_OUTPUT,
+    raw_error, single, Ancestors, LibResult, Results, MAX_OUTPUT,
 };
 
 /// Tables nested this deep pack as nil.
@@ -183,7 +183,8 @@ fn encode_header(out: &mut Vec<u8>, len: usize, fix: u8, wide: u8) {
 }
 
 fn encode_table(lua: &Lua, out: &mut Vec<u8>, table: &Table, level: usize) -> LibResult<()> {
-    if is_array(table)? {
+    let survey = survey(table)?;
+    if survey.is_array {
         let len = table.raw_len();
         encode_header(out, len, 0x90, 0xdc);
         for i in 1..=len {
@@ -192,45 +193,63 @@ fn encode_table(lua: &Lua, out: &mut Vec<u8>, table: &Table, level: usize) -> Li
         }
         return Ok(());
     }
-    let mut len = 0;
-    table.for_each::<Value, Value>(|_, _| {
-        len += 1;
-        Ok(())
-    })?;
-    encode_header(out, len, 0x80, 0xde);
+    encode_header(out, survey.count, 0x80, 0xde);
+    let mut encode_pair = |key: Value, value: Value| -> LibResult<()> {
+        let value = exact_value(lua, table, &key, value)?;
+        encode(lua, out, &key, level + 1)?;
+        encode(lua, out, &value, level + 1)
+    };
+    if let Some(pairs) = survey.pairs {
+        return pairs
+            .into_iter()
+            .try_for_each(|(key, value)| encode_pair(key, value));
+    }
     let mut failure = None;
     table.for_each::<Value, Value>(|key, value| {
         if failure.is_none() {
-            failure = exact_value(lua, table, &key, value)
-                .map_err(Failure::from)
-                .and_then(|value| {
-                    encode(lua, out, &key, level + 1)?;
-                    encode(lua, out, &value, level + 1)
-                })
-                .err();
+            failure = encode_pair(key, value).err();
         }
         Ok(())
     })?;
     failure.map_or(Ok(()), Err)
 }
 
-/// Whether the keys are exactly the numbers 1..n: all positive numbers
-/// that fit an `int` unchanged, as many as the largest.
-fn is_array(table: &Table) -> LibResult<bool> {
-    let mut count: i64 = 0;
+/// What one pass over a table's pairs tells.
+struct Survey {
+    /// The keys are exactly the numbers 1..n: all positive numbers that
+    /// fit an `int` unchanged, as many as the largest.
+    is_array: bool,
+    count: usize,
+    /// The pairs, when there are at most `HELD_PAIRS` of them.
+    pairs: Option<Vec<(Value, Value)>>,
+}
+
+/// How many pairs of a table are held to encode it without a second pass
+/// (each holds mlua references, which are limited).
+const HELD_PAIRS: usize = 64;
+
+fn survey(table: &Table) -> LibResult<Survey> {
     let mut max: i64 = 0;
-    let mut array = true;
-    table.for_each::<Value, Value>(|key, _| {
+    let mut is_array = true;
+    let mut count = 0;
+    let mut pairs = Some(Vec::new());
+    table.for_each::<Value, Value>(|key, value| {
+        count += 1;
         match key {
-            Value::Integer(i) if array && i > 0 && i <= i64::from(i32::MAX) => {
-                max = max.max(i);
-                count += 1;
-            }
-            _ => array = false,
+            Value::Integer(i) if is_array && i > 0 && i <= i64::from(i32::MAX) => max = max.max(i),
+            _ => is_array = false,
+        }
+        match &mut pairs {
+            Some(held) if held.len() < HELD_PAIRS => held.push((key, value)),
+            _ => pairs = None,
         }
         Ok(())
     })?;
-    Ok(array && max == count)
+    Ok(Survey {
+        is_array: is_array && max == count as i64,
+        count,
+        pairs,
+    })
 }
 
 /// `cmsgpack.unpack(s)`: every value in `s`.
@@ -375,7 +394,7 @@ enum Item {
 fn decode(lua: &Lua, cursor: &mut Cursor, mut slots: usize) -> LibResult<Result<Value, Malformed>> {
     let mut open: Vec<Open> = Vec::new();
     let mut current: Option<Table> = None;
-    let mut ancestors = Ancestors::new(lua)?;
+    let mut ancestors = Ancestors::new();
     loop {
         if cursor.at >= cursor.data.len() {
             return Ok(Err(Malformed::Eof));
@@ -400,7 +419,7 @@ fn decode(lua: &Lua, cursor: &mut Cursor, mut slots: usize) -> LibResult<Result<
                     Value::Table(table)
                 } else {
                     if let Some(outer) = current.replace(table) {
-                        ancestors.push(Value::Table(outer))?;
+                        ancestors.push(lua, Value::Table(outer))?;
                     }
                     // The table, and for an array the index being filled.
                     if let Item::Array(_) = item {
@@ -653,7 +672,9 @@ mod tests {
             (r#"local t = cmsgpack.unpack(string.rep('\129\161a', 3000) .. '\1') for i = 1, 3000 do t = t.a end return t"#, "ok:1"),
             (r#"local a = {} for i = 1, 7000 do a[i] = 'x' .. i end return #cmsgpack.pack(a)"#, "ok:40896"),
             (r#"local a = {} for i = 1, 7000 do a['k' .. i] = 'x' .. i end local m = cmsgpack.unpack(cmsgpack.pack(a)) return m.k6999"#, "ok:x6999"),
-            (r#"return hex(cmsgpack.pack(-0, 1e-300, -1e-20, 0, {-0, 2^-60}))"#, "ok:00cb01a56e1fc2f8f359cbbbc79ca10c924223009200ca21800000"),]
+            (r#"return hex(cmsgpack.pack(-0, 1e-300, -1e-20, 0, {-0, 2^-60}))"#, "ok:00cb01a56e1fc2f8f359cbbbc79ca10c924223009200ca21800000"),
+            (r#"local str_lt_32 = string.rep("x", 30) local str_lt_255 = string.rep("x", 250) local str_lt_65535 = string.rep("x", 65530) local str_long = string.rep("x", 100000) local array_lt_15 = {1, 2, 3, 4, 5} local array_lt_65535 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18} local array_big = {} for i=1, 100000 do array_big[i] = i end local map_lt_15 = {a=1, b=2} local map_big = {} for i=1, 100000 do map_big[tostring(i)] = i end local some_map = { s1=str_lt_32, s2=str_lt_255, s3=str_lt_65535, s4=str_long, d1=0.1, i1=1, i2=250, i3=65530, i4=100000, i5=2^40, i6=-1, i7=-120, i8=-32000, i9=-100000, i10=-3147483648, a1=array_lt_15, a2=array_lt_65535, a3=array_big, m1=map_lt_15, m2=map_big, b1=false, b2=true, n=nil } local encoded = cmsgpack.pack(some_map) local decoded = cmsgpack.unpack(encoded) assert(table.concat(some_map) == table.concat(decoded)) local offset, decoded_one = cmsgpack.unpack_one(encoded, 0) assert(table.concat(some_map) == table.concat(decoded_one)) assert(offset == -1) local encoded_multiple = cmsgpack.pack(str_lt_32, str_lt_255, str_lt_65535, str_long) local offset, obj = cmsgpack.unpack_limit(encoded_multiple, 1, 0) assert(obj == str_lt_32) offset, obj = cmsgpack.unpack_limit(encoded_multiple, 1, offset) assert(obj == str_lt_255) offset, obj = cmsgpack.unpack_limit(encoded_multiple, 1, offset) assert(obj == str_lt_65535) offset, obj = cmsgpack.unpack_limit(encoded_multiple, 1, offset) assert(obj == str_long) assert(offset == -1) return #encoded .. ' ' .. decoded.a3[100000] .. ' ' .. decoded.m2['77777'] .. ' ' .. decoded.i10 .. ' ' .. decoded.i5"#, "ok:1491977 100000 77777 -3147483648 1099511627776"),
+            (r#"local a = {x=nil,y=5} local b = {x=a} a['x'] = b local encoded = cmsgpack.pack(a) local h = "" for i = 1, #encoded do h = h .. string.format("%02x",string.byte(encoded,i)) end local re = cmsgpack.unpack(encoded) assert(re) assert(re.x) assert(re.x.x.y == re.y) assert(re.x.x.x.x.y == re.y) assert(re.x.x.x.x.x.x.y == re.y) assert(re.x.x.x.x.x.x.x.x.x.x.y == re.y) assert(re.x.x.x.x.x.x.x.x.x.x.x.x.x.x.y == re.y) assert(re.x.x.x.x.x.x.x.x.x.x.x.x.x.x.x) assert(re.x.x.x.x.x.x.x.x.x.x.x.x.x.x.x.x == nil) return h .. ' ' .. tostring(re.x.x.x.x.x.x.x.x.y == re.y) .. ' ' .. tostring(re.y == 5)"#, "ok:82a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a178c0 true true"),]
     }
 
     use super::super::bit::tests::survives;
