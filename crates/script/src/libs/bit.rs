@@ -26,9 +26,9 @@
 //!   so they print and pack as in Redis (table keys are still read as 0);
 //! - bounded handles: every value Rust holds takes a slot of mlua's
 //!   reference stack (8000 slots, like Lua's C stack), so walks through
-//!   nested tables keep their ancestors in a Lua table ([`Ancestors`]) and
-//!   functions returning thousands of values build them in one
-//!   ([`Results`]), which lets them reach the same limits as the C code.
+//!   nested tables keep the ancestors beyond the first 64 in a Lua table
+//!   ([`Ancestors`]) and functions returning thousands of values build
+//!   them in one ([`Results`]), which lets them reach the C code's limits.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};

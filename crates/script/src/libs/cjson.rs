@@ -26,13 +26,14 @@
 //!   nesting (n)`; the encoder walks with an explicit stack.
 //!
 //! Decoding follows the C tokenizer: `null` is `cjson.null`, numbers are
-//! read as glibc's `strtod` reads them (so `0x10`, `+1`, `01`, `1.`,
-//! `Infinity` and `NaN` are accepted unless `decode_invalid_numbers(false)`),
+//! read as glibc's `strtod` reads them (so `0x10`, `+1`, `01`, `Infinity`
+//! and `NaN` are accepted unless `decode_invalid_numbers(false)`; `1.` is),
 //! `\uXXXX` escapes (and surrogate pairs) become UTF-8, a NUL byte ends the
 //! input, and errors name the token and the 1-based character the C code
 //! names (`Expected value but found invalid token at character 1`).
-//! Nesting beyond `decode_max_depth` (1000) or Lua's C stack (two slots per
-//! array, three per object) is `Found too many nested data structures`.
+//! Nesting beyond `decode_max_depth` (1000) or Lua's C stack (each open
+//! array holds one of its 8000 slots, each open object two) is `Found too
+//! many nested data structures`; the parser keeps an explicit stack.
 //!
 //! Keel differs from Redis in three details:
 //! - encoding stops with an error past [`MAX_OUTPUT`] bytes (an array of
@@ -44,9 +45,10 @@
 //! - `encode_keep_buffer` is accepted and reported but changes nothing:
 //!   the buffer it keeps is an allocation detail.
 //!
-//! The encoder snapshots an object's keys into a Lua table before writing
-//! it, so it writes them in `next` order without holding a Rust handle per
-//! key.
+//! The encoder holds the pairs of small objects, read in the pass that
+//! decides array or object; a larger object's keys are copied into a Lua
+//! table first, so no object holds a Rust handle per key (mlua's handles
+//! are limited, see `bit.rs`).
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError};
