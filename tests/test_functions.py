@@ -8,6 +8,7 @@ Libraries are global to the server: every test starts and ends with
 FUNCTION FLUSH (the `fc` fixture).
 """
 
+import select
 import time
 
 import pytest
@@ -462,6 +463,8 @@ def test_looping_function_is_killed_with_function_kill(start_server):
 
     deadline = time.monotonic() + BUSY_SLACK
     while True:
+        if select.select([looper.sock], [], [], 0)[0]:
+            raise AssertionError(f"the function replied before the server got busy: {looper.read()!r}")
         with srv.conn(timeout=BUSY_SLACK) as probe:
             reply = probe.call("PING")
         if reply == BUSY_FUNCTION:

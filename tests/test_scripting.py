@@ -12,11 +12,11 @@ of its body and the line: `... script: <sha1>, on @user_script:<line>.`;
 """
 
 import hashlib
+import select
 import threading
 import time
 
 import pytest
-import redis
 from redis.exceptions import LockNotOwnedError
 
 from support import OK, PONG, ConnectionClosed, Err, Status, info
@@ -24,6 +24,7 @@ from support import OK, PONG, ConnectionClosed, Err, Status, info
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 BUSY_SCRIPT = Err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 NOSCRIPT = Err("NOSCRIPT No matching script. Please use EVAL.")
+QUEUED = Status("QUEUED")
 NOT_ALLOWED = "ERR This Redis command is not allowed from script"
 
 
@@ -122,7 +123,7 @@ def test_lock_protects_a_counter_across_threads(server, flushed):
         client = server.redis()
         try:
             for _ in range(20):
-                with client.lock("lock:counter", timeout=10, blocking_timeout=30):
+                with client.lock("lock:counter", timeout=5, blocking_timeout=5):
                     value = int(client.get("counter:locked") or 0)
                     client.set("counter:locked", value + 1)
         finally:
@@ -348,6 +349,18 @@ def test_scripts_with_undeclared_keys_run_concurrently_with_declared_writes(serv
     r.close()
 
 
+def test_eval_inside_multi(c):
+    c.call("SET", "tx:s", "abc")
+    assert c.call("MULTI") == OK
+    body = "return redis.call('INCR', KEYS[1])"
+    for command in [("EVAL", body, "1", "tx:k"), ("EVALSHA", "0" * 40, "0"), ("EVAL", body, "1", "tx:s"),
+                    ("EVAL", "return +", "0"), ("EVALSHA", sha1(body), "1", "tx:k")]:
+        assert c.call(*command) == QUEUED
+    assert c.call("EXEC") == [
+        1, NOSCRIPT, script_error("ERR value is not an integer or out of range", body),
+        Err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '+'"), 2]
+
+
 def test_select_inside_a_script_does_not_change_the_callers_database(c):
     body = "redis.call('SELECT', '1') redis.call('SET', 'sel:k', 'one') return redis.call('GET', 'sel:k')"
     assert c.call("EVAL", body, "0") == b"one"
@@ -370,6 +383,13 @@ def test_eval_argument_errors(c):
     assert c.call("EVAL", "return 1", "x") == Err("ERR value is not an integer or out of range")
     assert c.call("EVAL", "return {KEYS[1], KEYS[2], ARGV[1], #KEYS, #ARGV}", "2", "k1", "k2", "a1") == [
         b"k1", b"k2", b"a1", 2, 1]
+
+
+def test_keys_and_argv_are_binary_safe(c):
+    value = b"a\x00b\r\n\xff"
+    assert c.call("EVAL", "redis.call('SET', KEYS[1], ARGV[1]) return {#ARGV[1], redis.call('GET', KEYS[1])}",
+                  "1", b"bin:\x00key", value) == [len(value), value]
+    assert c.call("GET", b"bin:\x00key") == value
 
 
 @pytest.mark.parametrize("body, message", [
@@ -885,9 +905,12 @@ def busy_server(start_server):
     return srv
 
 
-def wait_until_busy(srv, expected=BUSY_SCRIPT):
-    """Pings on fresh connections until the server answers BUSY."""
+def wait_until_busy(srv, looper, expected=BUSY_SCRIPT):
+    """Pings on fresh connections until the server answers BUSY; fails at
+    once if the looping script replied (it ended, or never started)."""
     def busy():
+        if select.select([looper.sock], [], [], 0)[0]:
+            raise AssertionError(f"the script replied before the server got busy: {looper.read()!r}")
         with srv.conn(timeout=BUSY_SLACK) as probe:
             reply = probe.call("PING")
         assert reply in (PONG, expected), reply
@@ -900,7 +923,7 @@ def test_busy_script_then_script_kill(busy_server):
     body = "local i = 0 while true do i = i + 1 end"
     looper = busy_server.conn(timeout=BUSY_SLACK)
     looper.send("EVAL", body, "0")
-    wait_until_busy(busy_server)
+    wait_until_busy(busy_server, looper)
     others = [busy_server.conn(timeout=BUSY_SLACK) for _ in range(5)]
     started = time.monotonic()
     for other in others:
@@ -925,7 +948,7 @@ def test_busy_script_that_wrote_is_unkillable_until_shutdown_nosave(busy_server)
     body = "redis.call('SET', KEYS[1], 'written') while true do end"
     looper = busy_server.conn(timeout=BUSY_SLACK)
     looper.send("EVAL", body, "1", "busy:w")
-    wait_until_busy(busy_server)
+    wait_until_busy(busy_server, looper)
     admin = busy_server.conn(timeout=BUSY_SLACK)
     assert admin.call("SCRIPT", "KILL") == Err(
         "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait "
