@@ -144,6 +144,22 @@ def test_load_errors(fc, code, error):
     assert fc.call("FUNCTION", "LIST") == []
 
 
+def test_case_of_engine_metadata_and_names(fc):
+    """FUNCTION LOAD reads the engine and `name=` in any case; FCALL finds a
+    function in any case; library names are case-sensitive."""
+    register = "\nredis.register_function('{}', function() return 1 end)"
+    assert fc.call("FUNCTION", "LOAD", "#!LUA name=up" + register.format("upf")) == b"up"
+    assert fc.call("FUNCTION", "LOAD", "#!lua NAME=up2" + register.format("upf2")) == b"up2"
+    assert fc.call("FUNCTION", "LOAD", "#!lua   name=up3  " + register.format("upf3")) == b"up3"
+    assert fc.call("FCALL", "UPF", "0") == 1
+    assert fc.call("FCALL_RO", "UpF2", "0") == Err("ERR Can not execute a script with write flag using *_ro command.")
+    assert fc.call("FUNCTION", "DELETE", "UP") == Err("ERR Library not found")
+    assert sorted(by_library(fc.call("FUNCTION", "LIST"))) == [b"up", b"up2", b"up3"]
+    assert by_library(fc.call("FUNCTION", "LIST"))[b"up"][b"engine"] == b"LUA"
+    # EVAL's shebang is case-sensitive.
+    assert fc.call("EVAL", "#!LUA\nreturn 1", "0") == Err("ERR Unexpected engine in script shebang: #!LUA")
+
+
 def test_load_that_loops_times_out(fc):
     """Library code gets function-load-timeout (500 ms) to register its functions."""
     started = time.monotonic()

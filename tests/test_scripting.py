@@ -538,6 +538,72 @@ def test_present_globals(c):
         b"table", b"table", b"table", b"table", b"table", b"table", b"table"]
 
 
+def test_lua_pcall_catches_redis_call_errors_as_strings(c):
+    c.call("SET", "pc:s", "abc")
+    assert c.call("EVAL", "local ok, e = pcall(redis.call, 'INCR', KEYS[1]) return {tostring(ok), type(e), e}", "1",
+                  "pc:s") == [b"false", b"string", b"ERR value is not an integer or out of range"]
+    assert c.call("EVAL", "local ok, e = pcall(redis.call, 'NOSUCH') return {tostring(ok), e}", "0") == [
+        b"false", b"ERR Unknown Redis command called from script"]
+    assert c.call("EVAL", "local ok, e = pcall(function() return nosuch end) return {tostring(ok), e}", "0") == [
+        b"false", b"user_script:1: Script attempted to access nonexistent global variable 'nosuch'"]
+
+
+def test_loadstring_refuses_bytecode(c):
+    """Precompiled chunks could step outside the sandbox: loadstring only takes source."""
+    body = "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}"
+    assert c.call("EVAL", body, "0") == [b"nil", b"[string \"\x1bLuaQ\"]:1: unexpected symbol near 'char(27)'"]
+    assert c.call("EVAL", "local f, e = loadstring('return +') return {tostring(f), e}", "0") == [
+        b"nil", b"[string \"return +\"]:1: unexpected symbol near '+'"]
+    assert c.call("EVAL", "return loadstring('return 1 + 1')()", "0") == 2
+
+
+def test_unpack_of_too_many_values(c):
+    body = "local t = {} for i = 1, 100000 do t[i] = 'x' end return #{unpack(t)}"
+    assert c.call("EVAL", body, "0") == script_error("ERR user_script:1: too many results to unpack", body)
+    body = "local t = {'RPUSH', KEYS[1]} for i = 1, 7000 do t[#t + 1] = 'x' end return redis.call(unpack(t))"
+    assert c.call("EVAL", body, "1", "unpack:l") == 7000
+
+
+def nested_tables(depth, innermost="7"):
+    return f"local t = {{}} local c = t for i = 1, {depth} do c[1] = {{}} c = c[1] end c[1] = {innermost} return t"
+
+
+def test_deeply_nested_reply(c):
+    """A table nested deeper than Lua's C stack allows is cut off with an
+    error where the conversion runs out of stack (7995 levels)."""
+    c.send("EVAL", nested_tables(1000), "0")
+    expected = b"*1\r\n" * 1001 + b":7\r\n"
+    assert c.read_exact_bytes(len(expected)) == expected
+    c.send("EVAL", nested_tables(10000), "0")
+    expected = b"*1\r\n" * 7995 + b"-ERR reached lua stack limit\r\n"
+    assert c.read_exact_bytes(len(expected)) == expected
+    assert c.call("PING") == PONG
+
+
+def test_bundled_libraries_refuse_bad_input(c):
+    body = "return cjson.decode(string.rep('[', 100000))"
+    assert c.call("EVAL", body, "0") == script_error(
+        "ERR user_script:1: Found too many nested data structures (1001) at character 1001", body)
+    body = nested_tables(10000, innermost="{}").replace("return t", "return cjson.encode(t)")
+    assert c.call("EVAL", body, "0") == script_error(
+        "ERR user_script:1: Cannot serialise, excessive nesting (1001)", body)
+    # cmsgpack encodes what is nested deeper than 16 levels as nil.
+    body = nested_tables(10000, innermost="{}").replace("return t", "return #cmsgpack.pack(t)")
+    assert c.call("EVAL", body, "0") == 17
+    for data, message in [("\\221\\255\\255\\255\\255", "Missing bytes in input."),
+                          ("\\146\\1", "Missing bytes in input."),
+                          ("\\193", "Bad data format in input.")]:
+        body = f"return cmsgpack.unpack('{data}')"
+        assert c.call("EVAL", body, "0") == script_error(f"ERR user_script:1: {message}", body)
+    body = "return struct.unpack('>I4', 'ab')"
+    assert c.call("EVAL", body, "0") == script_error(
+        "ERR user_script:1: bad argument #2 to 'unpack' (data string too short)", body)
+    body = "return struct.pack('>i99', 1)"
+    assert c.call("EVAL", body, "0") == script_error("ERR user_script:1: integral size 99 is larger than limit of 32",
+                                                     body)
+    assert c.call("PING") == PONG
+
+
 # --------------------------------------------------------------------------
 # Lua -> RESP
 # --------------------------------------------------------------------------
@@ -732,7 +798,7 @@ def test_breakpoint_and_debug_outside_the_debugger(c):
     assert c.call("EVAL", "return redis.debug('x', 1)", "0") is None
 
 
-def test_math_random_is_seeded_per_script(c):
+def test_math_randomseed_repeats_redis_sequence(c):
     """Redis 7.0 does not reseed before each script (consecutive runs get
     different numbers), but math.randomseed gives the same sequence every
     time, from Redis's own rand48."""
