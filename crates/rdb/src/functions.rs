@@ -25,7 +25,7 @@ impl FunctionsError {
     /// Redis's error reply for it.
     pub fn message(self) -> &'static str {
         match self {
-            FunctionsError::VersionOrChecksum => "ERR payload version or checksum are wrong",
+            FunctionsError::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
             FunctionsError::NotAFunction => "ERR given type is not a function",
             FunctionsError::PreGa => "ERR Pre-GA function format not supported",
             FunctionsError::BadLibrary => "ERR Failed loading library payload",

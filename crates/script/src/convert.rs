@@ -21,9 +21,10 @@ use bytes::Bytes;
 use keel_resp::{Frame, Protocol, Writer};
 use mlua::{Lua, Table, Value};
 
-/// How deep a returned table may nest: Redis's Lua stack (`LUAI_MAXCSTACK`,
-/// 8000 slots, 4 per level) runs out at about this depth.
-const MAX_REPLY_DEPTH: usize = 1999;
+/// How deep a returned table may nest: where Redis's conversion runs out
+/// of Lua stack (`LUAI_MAXCSTACK`, 8000 slots) and answers "reached lua
+/// stack limit" instead of the element.
+const MAX_REPLY_DEPTH: usize = 7994;
 
 /// Lua's view of a command's reply. `protocol` is the script's
 /// (`redis.setresp`): it says whether a null is `false` or `nil`.
@@ -103,24 +104,47 @@ pub fn error_text(message: &str) -> String {
 
 /// Writes a script's return value as the reply. `script_protocol` is the
 /// script's own (`redis.setresp`), which decides how booleans convert.
+/// The tree is walked with a stack of its own, not by recursion, so a
+/// deeply nested table cannot overflow the thread's stack.
 pub fn write_lua(w: &mut Writer, value: &Value, script_protocol: Protocol) {
-    write_at(w, value, script_protocol, 0);
+    let mut pending = vec![(value.clone(), 0usize)];
+    while let Some((value, depth)) = pending.pop() {
+        if depth > MAX_REPLY_DEPTH {
+            w.error("ERR reached lua stack limit");
+            continue;
+        }
+        let children = match &value {
+            Value::String(s) => {
+                w.bulk(&s.as_bytes());
+                continue;
+            }
+            Value::Boolean(b) if script_protocol == Protocol::Resp3 => {
+                w.boolean(*b);
+                continue;
+            }
+            Value::Boolean(true) => {
+                w.integer(1);
+                continue;
+            }
+            Value::Table(t) => write_table_header(w, t),
+            other => {
+                match number(other) {
+                    Some(n) => w.integer(c_cast(n)),
+                    None => w.null(),
+                }
+                continue;
+            }
+        };
+        pending.extend(children.into_iter().rev().map(|child| (child, depth + 1)));
+    }
 }
 
-fn write_at(w: &mut Writer, value: &Value, script_protocol: Protocol, depth: usize) {
-    if depth > MAX_REPLY_DEPTH {
-        w.error("ERR reached lua stack limit");
-        return;
-    }
+/// A Lua number, whichever way the binding holds it.
+pub fn number(value: &Value) -> Option<f64> {
     match value {
-        Value::String(s) => w.bulk(&s.as_bytes()),
-        Value::Boolean(b) if script_protocol == Protocol::Resp3 => w.boolean(*b),
-        Value::Boolean(true) => w.integer(1),
-        Value::Boolean(false) => w.null(),
-        Value::Number(n) => w.integer(c_cast(*n)),
-        Value::Integer(n) => w.integer(*n),
-        Value::Table(t) => write_table(w, t, script_protocol, depth),
-        _ => w.null(),
+        Value::Number(n) => Some(*n),
+        Value::Integer(n) => Some(*n as f64),
+        _ => None,
     }
 }
 
@@ -141,24 +165,27 @@ fn string_field(t: &Table, field: &str) -> Option<mlua::String> {
     }
 }
 
-fn write_table(w: &mut Writer, t: &Table, script_protocol: Protocol, depth: usize) {
+/// Writes what a table stands for, as Redis reads it (an error, a
+/// status, a double, a big number, a verbatim string, a map, a set or an
+/// array), and returns the elements still to write, in order.
+fn write_table_header(w: &mut Writer, t: &Table) -> Vec<Value> {
     if let Some(err) = string_field(t, "err") {
         w.error(&String::from_utf8_lossy(&err.as_bytes()));
-        return;
+        return Vec::new();
     }
     if let Some(ok) = string_field(t, "ok") {
         let text = String::from_utf8_lossy(&ok.as_bytes()).replace(['\r', '\n'], " ");
         w.simple(&text);
-        return;
+        return Vec::new();
     }
-    if let Ok(Value::Number(d)) = t.raw_get("double") {
+    if let Some(d) = t.raw_get::<Value>("double").ok().as_ref().and_then(number) {
         w.double(d);
-        return;
+        return Vec::new();
     }
     if let Some(digits) = string_field(t, "big_number") {
         let text = String::from_utf8_lossy(&digits.as_bytes()).replace(['\r', '\n'], " ");
         w.big_number(&text);
-        return;
+        return Vec::new();
     }
     if let Ok(Value::Table(verbatim)) = t.raw_get("verbatim_string") {
         if let (Some(format), Some(text)) = (
@@ -170,29 +197,18 @@ fn write_table(w: &mut Writer, t: &Table, script_protocol: Protocol, depth: usiz
             let n = format.len().min(3);
             tag[..n].copy_from_slice(&format[..n]);
             w.verbatim(&tag, &text.as_bytes());
-            return;
+            return Vec::new();
         }
     }
     if let Ok(Value::Table(map)) = t.raw_get("map") {
         let pairs: Vec<(Value, Value)> = map.pairs().flatten().collect();
         w.map(pairs.len());
-        for (k, v) in &pairs {
-            write_at(w, k, script_protocol, depth + 1);
-            write_at(w, v, script_protocol, depth + 1);
-        }
-        return;
+        return pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
     }
     if let Ok(Value::Table(set)) = t.raw_get("set") {
-        let members: Vec<Value> = set
-            .pairs::<Value, Value>()
-            .flatten()
-            .map(|(k, _)| k)
-            .collect();
+        let members: Vec<Value> = set.pairs::<Value, Value>().flatten().map(|(k, _)| k).collect();
         w.set(members.len());
-        for member in &members {
-            write_at(w, member, script_protocol, depth + 1);
-        }
-        return;
+        return members;
     }
     let mut items = Vec::new();
     for i in 1.. {
@@ -202,9 +218,7 @@ fn write_table(w: &mut Writer, t: &Table, script_protocol: Protocol, depth: usiz
         }
     }
     w.array(items.len());
-    for item in &items {
-        write_at(w, item, script_protocol, depth + 1);
-    }
+    items
 }
 
 /// The arguments of `redis.call` as the command's argv: strings as they
@@ -218,36 +232,34 @@ pub fn lua_to_args(values: &[Value]) -> Result<Vec<Bytes>, &'static str> {
         .iter()
         .map(|value| match value {
             Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Number(n) => Ok(Bytes::from(format_g17(*n))),
-            Value::Integer(n) => Ok(Bytes::from(n.to_string())),
+            Value::Number(_) | Value::Integer(_) => {
+                Ok(Bytes::from(format_g(number(value).unwrap_or(0.0), 17)))
+            }
             _ => Err("Lua redis lib command arguments must be strings or integers"),
         })
         .collect()
 }
 
-/// C's `%.17g`.
-pub fn format_g17(n: f64) -> String {
+/// C's `%.<precision>g`: the shortest of fixed and exponent notation for
+/// `precision` significant digits, trailing zeros dropped.
+pub fn format_g(n: f64, precision: usize) -> String {
     if n.is_nan() {
         return if n.is_sign_negative() { "-nan" } else { "nan" }.into();
     }
     if n.is_infinite() {
         return if n < 0.0 { "-inf" } else { "inf" }.into();
     }
-    let scientific = format!("{n:.16e}");
+    let scientific = format!("{n:.*e}", precision - 1);
     let (mantissa, exponent) = scientific.split_once('e').expect("`e` formatting has one");
     let exponent: i32 = exponent.parse().expect("an integer exponent");
     let trim = |digits: &str| -> String {
-        if digits.contains('.') {
-            digits
-                .trim_end_matches('0')
-                .trim_end_matches('.')
-                .to_string()
-        } else {
-            digits.to_string()
+        match digits.contains('.') {
+            true => digits.trim_end_matches('0').trim_end_matches('.').to_string(),
+            false => digits.to_string(),
         }
     };
-    if (-4..17).contains(&exponent) {
-        let decimals = (16 - exponent) as usize;
+    if exponent >= -4 && exponent < precision as i32 {
+        let decimals = (precision as i32 - 1 - exponent) as usize;
         trim(&format!("{n:.decimals$}"))
     } else {
         let sign = if exponent < 0 { '-' } else { '+' };
@@ -272,7 +284,7 @@ mod tests {
             (0.0001, "0.0001"),
             (f64::INFINITY, "inf"),
         ] {
-            assert_eq!(format_g17(n), text, "{n}");
+            assert_eq!(format_g(n, 17), text, "{n}");
         }
     }
 

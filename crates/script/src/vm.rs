@@ -423,6 +423,12 @@ fn acl_check(call: &RefCell<Call>, args: &Variadic<Value>) -> mlua::Result<bool>
         .ok_or_else(|| raise("Invalid command passed to redis.acl_check_cmd()"))
 }
 
+/// A number as Lua turns it into a string (`%.14g`), as `lua_tolstring`
+/// does for C functions that take a string.
+fn lua_number_text(n: f64) -> String {
+    crate::convert::format_g(n, 14)
+}
+
 /// `lua_tonumber`: a number, or a string that reads as one, else 0.
 fn number(value: &Value) -> f64 {
     match value {
@@ -448,8 +454,9 @@ fn register_api(lua: &Lua, redis: &Table, control: &Arc<Control>) -> mlua::Resul
             }
             let bytes = match &args[0] {
                 Value::String(s) => s.as_bytes().to_vec(),
-                Value::Number(n) => crate::convert::format_g17(*n).into_bytes(),
-                _ => Vec::new(),
+                other => crate::convert::number(other)
+                    .map(|n| lua_number_text(n).into_bytes())
+                    .unwrap_or_default(),
             };
             Ok(sha1_smol::Sha1::from(bytes).digest().to_string())
         })?,
@@ -543,9 +550,10 @@ pub(crate) fn register_log(lua: &Lua, redis: &Table, control: &Arc<Control>) -> 
             for (i, arg) in args.iter().skip(1).enumerate() {
                 let piece = match arg {
                     Value::String(s) => s.as_bytes().to_vec(),
-                    Value::Number(n) => crate::convert::format_g17(*n).into_bytes(),
-                    Value::Integer(n) => n.to_string().into_bytes(),
-                    _ => continue,
+                    other => match crate::convert::number(other) {
+                        Some(n) => lua_number_text(n).into_bytes(),
+                        None => continue,
+                    },
                 };
                 if i > 0 {
                     line.push(b' ');

@@ -861,12 +861,9 @@ impl<'a> Connection<'a> {
                 _ = &mut killed => return false,
                 _ = tokio::time::sleep(SCRIPT_BUSY_POLL) => {
                     let running = self.server.scripting.gate.running(unix_ms());
-                    if running.is_some_and(|r| r.past_threshold) && waiting.cancel() {
-                        let busy = match running.map(|r| r.kind) {
-                            Some(crate::scripting::gate::Kind::Function) => cmd::context::errors::BUSY_FUNCTION,
-                            _ => cmd::context::errors::BUSY_EVAL,
-                        };
-                        Writer::new(&mut self.write_buf, self.client.protocol).error(busy);
+                    if let Some(running) = running.filter(|r| r.past_threshold && waiting.cancel()) {
+                        Writer::new(&mut self.write_buf, self.client.protocol)
+                            .error(running.kind.busy_reply());
                         return true;
                     }
                 }

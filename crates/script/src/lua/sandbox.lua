@@ -14,6 +14,7 @@ local type, tostring, error, select, unpack = type, tostring, error, select, unp
 local raw_pcall, raw_xpcall, raw_next, raw_pairs = pcall, xpcall, next, pairs
 local raw_rawset, raw_rawget, raw_setmetatable, raw_getfenv = rawset, rawget, setmetatable, getfenv
 local original_globals = _G
+local ipairs = ipairs
 local READONLY = "Attempt to modify a readonly table"
 
 -- Read-only tables. Lua 5.1 has no read-only flag (Redis patches its Lua
@@ -145,20 +146,44 @@ local function safe_setmetatable(t, mt)
   return raw_setmetatable(t, mt)
 end
 
-local scripts_env
+-- loadstring and load compile source only, as Redis 7.0.15's patched Lua
+-- does: bytecode (which `string.dump` makes) could step outside the
+-- sandbox, so it reads as the source it is not. The chunk gets its
+-- caller's environment, never the state's real globals.
+local raw_loadstring, raw_load, raw_setfenv, concat = loadstring, load, setfenv, table.concat
 
-local function safe_getfenv(f)
-  if f == nil then
-    f = 1
+local function compile(chunk, chunkname, env)
+  if type(chunk) == "string" and chunk:byte(1) == 27 then
+    local first_line = chunk:match("^[^%z\n]*")
+    return nil, '[string "' .. first_line .. "\"]:1: unexpected symbol near 'char(27)'"
   end
-  if type(f) == "number" and f > 0 then
-    f = f + 1
+  local f, err = raw_loadstring(chunk, chunkname)
+  if f then
+    raw_setfenv(f, env)
   end
-  local env = raw_getfenv(f)
-  if env == original_globals then
-    return scripts_env
+  return f, err
+end
+
+local function safe_loadstring(chunk, chunkname)
+  return compile(chunk, chunkname, raw_getfenv(2))
+end
+
+local function safe_load(reader, chunkname)
+  if type(reader) ~= "function" then
+    return raw_load(reader, chunkname)
   end
-  return env
+  local pieces = {}
+  while true do
+    local piece = reader()
+    if piece == nil or piece == "" then
+      break
+    end
+    if type(piece) ~= "string" then
+      return nil, "reader function must return a string"
+    end
+    pieces[#pieces + 1] = piece
+  end
+  return compile(concat(pieces), chunkname or "=(load)", raw_getfenv(2))
 end
 
 -- table.* functions write with raw sets: refused on proxies.
@@ -192,7 +217,6 @@ local visible = {
   coroutine = protect(coroutine),
   xpcall = safe_xpcall,
   tostring = tostring,
-  getfenv = safe_getfenv,
   setmetatable = safe_setmetatable,
   next = safe_next,
   assert = assert,
@@ -208,13 +232,11 @@ local visible = {
   gcinfo = gcinfo,
   pairs = safe_pairs,
   rawget = safe_rawget,
-  loadstring = loadstring,
+  loadstring = safe_loadstring,
   ipairs = ipairs,
   _VERSION = _VERSION,
-  setfenv = setfenv,
-  load = load,
+  load = safe_load,
   error = error,
-  newproxy = newproxy,
 }
 
 -- An environment whose globals are those of `current()`, read-only; a
@@ -229,9 +251,14 @@ local function environment(current)
   end)
 end
 
-scripts_env = environment(function()
+local scripts_env = environment(function()
   return visible
 end)
 visible._G = scripts_env
+
+-- What scripts must never reach, gone from the real globals too.
+for _, name in ipairs({ "debug", "dofile", "loadfile", "print", "require", "module", "setfenv", "getfenv", "newproxy" }) do
+  original_globals[name] = nil
+end
 
 return scripts_env, error_handler, protect, environment, visible

@@ -248,11 +248,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     let _inside = server.scripting.gate.enter();
     if let Some(running) = server.scripting.gate.running(now_ms) {
         if running.past_threshold && !spec.has_flag("allow_busy") {
-            let busy = match running.kind {
-                crate::scripting::gate::Kind::Eval => errors::BUSY_EVAL,
-                crate::scripting::gate::Kind::Function => errors::BUSY_FUNCTION,
-            };
-            return reject(ctx, Some(id), busy.into());
+            return reject(ctx, Some(id), running.kind.busy_reply().into());
         }
         if ctx.client.tx.queued.is_none() || spec.name == "exec" {
             if waits_for_script(server, ctx.client, spec, args) {

@@ -47,6 +47,18 @@ pub enum Kind {
     Function,
 }
 
+impl Kind {
+    /// The BUSY error others get while such a script runs past the
+    /// threshold, naming the command that can stop it.
+    pub fn busy_reply(self) -> &'static str {
+        use crate::cmd::context::errors;
+        match self {
+            Kind::Eval => errors::BUSY_EVAL,
+            Kind::Function => errors::BUSY_FUNCTION,
+        }
+    }
+}
+
 /// The running script, as others see it.
 pub struct Gate {
     /// Unix ms when the running script started; 0 when none runs.
@@ -216,8 +228,11 @@ impl Gate {
         self.ended.notify_waiters();
     }
 
-    /// Waits until the running script ends or passes its threshold.
+    /// Waits until the running script ends or passes its threshold (when
+    /// a command held up by it gets BUSY instead); once past it, until it
+    /// ends (a command BUSY does not refuse waits that long).
     pub async fn wait(&self, now_ms: impl Fn() -> u64) {
+        let past_already = self.running(now_ms()).is_some_and(|r| r.past_threshold);
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
@@ -225,6 +240,10 @@ impl Gate {
             let Some(running) = self.running(now_ms()) else {
                 return;
             };
+            if past_already {
+                ended.await;
+                continue;
+            }
             if running.past_threshold {
                 return;
             }

@@ -170,12 +170,18 @@ impl Scripting {
     }
 }
 
+/// The script thread's stack: Lua recurses on the C stack (a script's
+/// calls, the parser, error handling), up to Lua's own limits, which a
+/// default 2 MB stack does not always reach safely.
+const SCRIPT_THREAD_STACK_BYTES: usize = 64 << 20;
+
 /// Starts the script thread.
 pub fn start(server: Arc<Server>) -> std::io::Result<()> {
     let (sender, jobs) = std::sync::mpsc::channel::<Job>();
     *server.scripting.jobs.lock() = Some(sender);
     std::thread::Builder::new()
         .name("keel-scripts".into())
+        .stack_size(SCRIPT_THREAD_STACK_BYTES)
         .spawn(move || {
             for job in jobs {
                 job.run(&server);

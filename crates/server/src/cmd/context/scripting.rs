@@ -37,11 +37,7 @@ impl Ctx<'_> {
             return Err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into());
         }
         if running.kind != kind {
-            return Err(match running.kind {
-                Kind::Eval => super::errors::BUSY_EVAL,
-                Kind::Function => super::errors::BUSY_FUNCTION,
-            }
-            .into());
+            return Err(running.kind.busy_reply().into());
         }
         scripting.kill();
         self.w().ok();

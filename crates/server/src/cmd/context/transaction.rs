@@ -119,8 +119,9 @@ pub fn shards_reached<'s, A: AsRef<[Bytes]>>(
 }
 
 /// Keyless commands that reach no key and no whole database: connection,
-/// server and pub/sub commands, and UNWATCH, which reaches only the
-/// watched keys that EXEC locks anyway. Any other keyless command reaches
+/// server and pub/sub commands, SCRIPT and FUNCTION (scripts and
+/// libraries, not keys), and UNWATCH, which reaches only the watched keys
+/// that EXEC locks anyway. Any other keyless command reaches
 /// every shard, so a command added later is safe until it is listed here.
 fn reaches_no_key(spec: &Spec) -> bool {
     let command = spec.name.split('|').next().unwrap_or(spec.name);
@@ -145,6 +146,9 @@ fn reaches_no_key(spec: &Spec) -> bool {
             | "psubscribe"
             | "punsubscribe"
             | "unwatch"
+            | "script"
+            | "function"
+            | "shutdown"
     )
 }
 

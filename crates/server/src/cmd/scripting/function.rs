@@ -134,7 +134,7 @@ const FLUSH: Spec = Spec {
             [_, _] => {}
             [_, _, mode] if is(mode, "sync") || is(mode, "async") => {}
             [_, _, _] => return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()),
-            _ => return Err(crate::cmd::context::errors::SYNTAX.into()),
+            _ => return Err(subcommand_syntax_error(args)),
         }
         ctx.script_job(|session| {
             let flushed = session.engines().functions.flush();

@@ -1,7 +1,9 @@
 //! SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] — stop the server: stop
 //! accepting, let connections finish what they have read, exit 0. keel
 //! keeps no data on disk, so the save options change nothing; ABORT has no
-//! pending shutdown to cancel.
+//! pending shutdown to cancel. While a script runs past
+//! `busy-reply-threshold`, only SHUTDOWN NOSAVE stops the server, as in
+//! Redis (the script is not waited for).
 
 use bytes::Bytes;
 
@@ -23,10 +25,12 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
-    let mut abort = false;
+    let (mut abort, mut nosave) = (false, false);
     for opt in &args[1..] {
         if is(opt, "abort") {
             abort = true;
+        } else if is(opt, "nosave") {
+            nosave = true;
         } else if !["nosave", "save", "now", "force"]
             .iter()
             .any(|o| is(opt, o))
@@ -36,6 +40,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
     if abort {
         return Err("ERR No shutdown in progress.".into());
+    }
+    let running = ctx.server.scripting.gate.running(ctx.now_ms);
+    if let Some(running) = running.filter(|r| r.past_threshold && !nosave) {
+        return Err(running.kind.busy_reply().into());
     }
     ctx.server.begin_shutdown();
     // Like Redis, a successful SHUTDOWN sends no reply: the connection closes.
