@@ -14,9 +14,10 @@ ALLOWED = {
     "keel-resp": set(),
     "keel-store": set(),
     "keel-rdb": {"keel-resp"},
+    "keel-script": {"keel-resp"},
     "keel-bench": {"keel-resp"},
     "keel-keyspace": {"keel-resp"},
-    "keel-server": {"keel-resp", "keel-store", "keel-rdb"},
+    "keel-server": {"keel-resp", "keel-store", "keel-rdb", "keel-script"},
 }
 
 

@@ -206,7 +206,11 @@ fn write_table_header(w: &mut Writer, t: &Table) -> Vec<Value> {
         return pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
     }
     if let Ok(Value::Table(set)) = t.raw_get("set") {
-        let members: Vec<Value> = set.pairs::<Value, Value>().flatten().map(|(k, _)| k).collect();
+        let members: Vec<Value> = set
+            .pairs::<Value, Value>()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
         w.set(members.len());
         return members;
     }
@@ -254,7 +258,10 @@ pub fn format_g(n: f64, precision: usize) -> String {
     let exponent: i32 = exponent.parse().expect("an integer exponent");
     let trim = |digits: &str| -> String {
         match digits.contains('.') {
-            true => digits.trim_end_matches('0').trim_end_matches('.').to_string(),
+            true => digits
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string(),
             false => digits.to_string(),
         }
     };

@@ -250,11 +250,11 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         if running.past_threshold && !spec.has_flag("allow_busy") {
             return reject(ctx, Some(id), running.kind.busy_reply().into());
         }
-        if ctx.client.tx.queued.is_none() || spec.name == "exec" {
-            if waits_for_script(server, ctx.client, spec, args) {
-                ctx.client.after_reply = Some(AfterReply::WaitForScript);
-                return;
-            }
+        // Inside MULTI a command is only queued; EXEC is what runs it.
+        let runs_now = ctx.client.tx.queued.is_none() || spec.name == "exec";
+        if runs_now && waits_for_script(server, ctx.client, spec, args) {
+            ctx.client.after_reply = Some(AfterReply::WaitForScript);
+            return;
         }
     }
     if transaction::refused_over_maxmemory(spec, ctx.client) {
@@ -511,7 +511,13 @@ impl Execution {
 
     /// Records a script command's whole run, which took `elapsed`: its
     /// statistics, latency and slow log entry.
-    pub fn record_run(self, server: &Server, client: &ClientHandle, elapsed: Duration, failed: bool) {
+    pub fn record_run(
+        self,
+        server: &Server,
+        client: &ClientHandle,
+        elapsed: Duration,
+        failed: bool,
+    ) {
         server.stats.record_call(self.id, elapsed, failed);
         record_execution(server, client, self.id, &self.args, &[], elapsed);
     }
