@@ -174,6 +174,12 @@ impl Scripts {
             .run(&function, sha, Invocation::Eval { keys, args }, host, w);
     }
 
+    /// Limits the Lua heap to `limit` bytes (0: no limit).
+    pub fn set_heap_limit(&mut self, limit: usize) -> mlua::Result<()> {
+        self.heap_limit = limit;
+        self.vm.set_heap_limit(limit)
+    }
+
     /// SCRIPT FLUSH: every script, and the Lua state with them.
     pub fn flush(&mut self) -> mlua::Result<()> {
         self.scripts.clear();

@@ -552,6 +552,12 @@ impl Functions {
             .ok_or_else(|| "ERR Library not found".to_string())
     }
 
+    /// Limits the Lua heap to `limit` bytes (0: no limit).
+    pub fn set_heap_limit(&mut self, limit: usize) -> mlua::Result<()> {
+        self.heap_limit = limit;
+        self.engine.vm.set_heap_limit(limit)
+    }
+
     /// FUNCTION FLUSH: every library, and the Lua state with them.
     pub fn flush(&mut self) -> mlua::Result<()> {
         self.catalog = Catalog::default();

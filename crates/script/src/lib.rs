@@ -16,7 +16,7 @@ mod rand48;
 mod vm;
 
 pub use eval::{sha1_hex, Scripts, MAX_EVAL_SCRIPTS};
-pub use flags::ScriptFlags;
+pub use flags::{shebang_flags, ScriptFlags};
 pub use functions::{Functions, RestorePolicy};
 pub use host::{Host, LogLevel, Logger};
 pub use vm::{Control, Invocation, Vm, REDIS_VERSION};

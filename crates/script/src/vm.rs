@@ -165,9 +165,7 @@ impl Vm {
                 lua.globals().get::<Function>("select")?,
                 lua.globals().get::<Function>("unpack")?,
             ))?;
-        if heap_limit > 0 {
-            lua.set_memory_limit(lua.used_memory() + heap_limit)?;
-        }
+        lua.set_memory_limit(heap_limit)?;
         let vm = Vm {
             lua,
             control,
@@ -185,6 +183,12 @@ impl Vm {
 
     pub fn lua(&self) -> &Lua {
         &self.lua
+    }
+
+    /// Limits the Lua heap to `limit` bytes (0: no limit); an allocation
+    /// past it fails the running script with "not enough memory".
+    pub fn set_heap_limit(&self, limit: usize) -> mlua::Result<()> {
+        self.lua.set_memory_limit(limit).map(drop)
     }
 
     /// Bytes the Lua heap holds.

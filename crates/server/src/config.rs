@@ -48,6 +48,8 @@ pub struct Config {
     pub notify_keyspace_events: u64,
     /// Budget for all connections' buffers.
     pub maxmemory_clients: ClientMemory,
+    /// Bytes each Lua state (EVAL's, FUNCTION's) may hold; 0: no limit.
+    pub lua_maxmemory: u64,
     /// A connection whose unprocessed input exceeds this is closed.
     pub client_query_buffer_limit: u64,
     /// Reply limits of normal clients: hard bytes, soft bytes, seconds over
@@ -229,6 +231,13 @@ pub const DEFAULT_TCP_BACKLOG: u32 = 4096;
 /// held reads back from the first second and let requests queue.
 pub const DEFAULT_MAXMEMORY_CLIENTS_BYTES: u64 = 64 << 20;
 
+/// `lua-maxmemory`'s default: what each Lua state may hold. Redis sets no
+/// limit, so a script that builds a huge table grows the process until
+/// the kernel kills it; keel fails that script with "not enough memory".
+/// 512 MB leaves room for what scripts really build (a 100 MB string made
+/// with `string.rep` needs about twice that while it grows).
+pub const DEFAULT_LUA_MAXMEMORY: u64 = 512 << 20;
+
 /// `maxmemory-clients`: a size, or a share of `maxmemory` as Redis 7
 /// allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,6 +302,7 @@ impl Default for Config {
             proto_max_bulk_len: keel_resp::DEFAULT_MAX_BULK_LEN as u64,
             expire_tick_ms: 100,
             maxmemory_clients: ClientMemory::Bytes(DEFAULT_MAXMEMORY_CLIENTS_BYTES),
+            lua_maxmemory: DEFAULT_LUA_MAXMEMORY,
             notify_keyspace_events: 0,
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit: OutputLimit::default(),
@@ -568,6 +578,15 @@ pub static DIRECTIVES: &[Directive] = &[
                 },
                 None => ClientMemory::Bytes(parse_memory(text).ok_or_else(invalid)?),
             };
+            Ok(())
+        },
+    },
+    Directive {
+        name: "lua-maxmemory",
+        mutable: true,
+        get: |c| c.lua_maxmemory.to_string(),
+        set: |c, v| {
+            c.lua_maxmemory = memory(one(v)?)?;
             Ok(())
         },
     },

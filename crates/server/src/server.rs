@@ -139,6 +139,7 @@ impl Server {
     pub fn new(config: Config, port: u16) -> Server {
         let now = unix_ms();
         let databases = config.databases;
+        let lua_maxmemory = config.lua_maxmemory as usize;
         let commands = Table::new();
         let run_id = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
@@ -163,10 +164,7 @@ impl Server {
             blocking: Default::default(),
             slowlog: Default::default(),
             pause: Default::default(),
-            scripting: crate::scripting::Scripting::new(
-                databases,
-                crate::scripting::DEFAULT_HEAP_LIMIT,
-            ),
+            scripting: crate::scripting::Scripting::new(databases, lua_maxmemory),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -233,6 +231,7 @@ impl Server {
         self.stats.latency_monitor.set_threshold_ms(threshold);
         let clients = config.maxmemory_clients.bytes(config.maxmemory);
         self.client_budget.set_limit(clients as usize);
+        (self.scripting).set_heap_limit(config.lua_maxmemory as usize);
         self.store.set_maxmemory(config.maxmemory);
         self.store.encodings.set_limits(config.encodings);
         self.store.access.set_policy(config.maxmemory_policy);

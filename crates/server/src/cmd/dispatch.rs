@@ -194,10 +194,15 @@ pub fn held_by_pause(
     if !client.authenticated && !table.specs[id].has_flag("no_auth") {
         return None;
     }
-    let writes = |id: usize| {
+    let writes = |id: usize, args: &[Bytes]| {
         let spec = table.specs[id];
         let top = spec.name.split('|').next().unwrap_or(spec.name);
-        spec.has_flag("write") || crate::pause::MAY_REPLICATE.contains(&top)
+        match top {
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+                server.scripting.may_write(top, args)
+            }
+            _ => spec.has_flag("write") || crate::pause::MAY_REPLICATE.contains(&top),
+        }
     };
     let queued_write = || {
         client
@@ -205,9 +210,9 @@ pub fn held_by_pause(
             .queued
             .iter()
             .flatten()
-            .any(|queued| resolve(table, queued).is_ok_and(writes))
+            .any(|queued| resolve(table, queued).is_ok_and(|id| writes(id, queued)))
     };
-    let writes = writes(id) || (table.specs[id].name == "exec" && queued_write());
+    let writes = writes(id, args) || (table.specs[id].name == "exec" && queued_write());
     server.pause.holds(writes, now_ms).then_some(writes)
 }
 
@@ -425,7 +430,12 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         let now_usec = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
-        let addr = ctx.client.handle.addr.to_string();
+        // Redis shows a script's commands as coming from "lua".
+        let addr = match std::sync::Arc::ptr_eq(&ctx.client.handle, &server.scripting.client_handle)
+        {
+            true => "lua".to_string(),
+            false => ctx.client.handle.addr.to_string(),
+        };
         let line = crate::monitor::line(now_usec, ctx.client.db, &addr, args, &ctx.redacted);
         server.pubsub.feed_monitors(line);
     }

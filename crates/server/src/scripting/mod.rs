@@ -61,6 +61,8 @@ pub struct Engines {
     pub scripts: Scripts,
     /// FUNCTION's libraries and their Lua state.
     pub functions: Functions,
+    /// The limit both Lua states have.
+    heap_limit: usize,
 }
 
 /// The server's scripting: engines, gate, kill switch and job queue.
@@ -75,6 +77,8 @@ pub struct Scripting {
     pub undeclared_keys: AtomicU64,
     /// The client scripts run their commands as.
     pub client_handle: Arc<ClientHandle>,
+    /// `lua-maxmemory`, applied to the engines as the next job starts.
+    heap_limit: AtomicUsize,
     /// INFO's and FUNCTION STATS's view of the engines, kept as each job
     /// ends, so they never wait for a running script.
     memory: [AtomicUsize; 8],
@@ -92,9 +96,6 @@ pub struct EnginesMemory {
     pub functions_bytes: usize,
     pub functions_heap: usize,
 }
-
-/// Bytes a script's Lua heap may hold when `lua-maxmemory` is not set.
-pub const DEFAULT_HEAP_LIMIT: usize = 512 << 20;
 
 impl Scripting {
     pub fn new(databases: usize, heap_limit: usize) -> Scripting {
@@ -114,10 +115,15 @@ impl Scripting {
         let scripting = Scripting {
             gate: Gate::new(databases),
             control,
-            engines: Mutex::new(Engines { scripts, functions }),
+            engines: Mutex::new(Engines {
+                scripts,
+                functions,
+                heap_limit,
+            }),
             jobs: Mutex::new(None),
             undeclared_keys: AtomicU64::new(0),
             client_handle: Arc::new(ClientHandle::unlisted()),
+            heap_limit: AtomicUsize::new(heap_limit),
             memory: Default::default(),
         };
         scripting.note_memory(&scripting.engines.lock());
@@ -156,6 +162,57 @@ impl Scripting {
         for (field, value) in self.memory.iter().zip(values) {
             field.store(value, Ordering::Relaxed);
         }
+    }
+
+    /// `lua-maxmemory`: each Lua state's limit from the next job on.
+    pub fn set_heap_limit(&self, bytes: usize) {
+        self.heap_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The engines, `lua-maxmemory` applied to them.
+    fn engines(&self) -> parking_lot::MutexGuard<'_, Engines> {
+        let mut engines = self.engines.lock();
+        let limit = self.heap_limit.load(Ordering::Relaxed);
+        if engines.heap_limit != limit {
+            engines.heap_limit = limit;
+            // Lowering the limit under what a state holds fails only its
+            // next allocation; the log says why scripts fail then.
+            for result in [
+                engines.scripts.set_heap_limit(limit),
+                engines.functions.set_heap_limit(limit),
+            ] {
+                if let Err(e) = result {
+                    crate::warning!("lua-maxmemory {limit} not applied: {e}");
+                }
+            }
+        }
+        engines
+    }
+
+    /// Whether a script command may write, as Redis derives EVAL's and
+    /// FCALL's flags from the script's (for CLIENT PAUSE WRITE): a script
+    /// without a shebang may, one flagged `no-writes` may not, nor may the
+    /// _RO forms. A cached script or function is looked up only if no
+    /// script holds the engines now; otherwise it may.
+    pub fn may_write(&self, command: &str, args: &[Bytes]) -> bool {
+        let flags = match command {
+            "eval_ro" | "evalsha_ro" | "fcall_ro" => return false,
+            "eval" => keel_script::shebang_flags(&args[1])
+                .ok()
+                .map(|(flags, _)| flags),
+            "evalsha" => self
+                .engines
+                .try_lock()
+                .and_then(|mut engines| engines.scripts.lookup(&args[1]).map(|(_, flags)| flags)),
+            "fcall" => self
+                .engines
+                .try_lock()
+                .and_then(|engines| engines.functions.lookup(&args[1])),
+            _ => return true,
+        };
+        flags.is_none_or(|flags| {
+            flags.contains(ScriptFlags::EVAL_COMPAT_MODE) || !flags.contains(ScriptFlags::NO_WRITES)
+        })
     }
 
     /// Stops the running script at its next check (SCRIPT KILL).
@@ -349,7 +406,12 @@ impl Session<'_> {
     /// them only once its shards are claimed and locked: a transaction in
     /// flight when it claims may be waiting for them (see [`run_here`]).
     pub fn engines(&self) -> parking_lot::MutexGuard<'_, Engines> {
-        self.server.scripting.engines.lock()
+        self.server.scripting.engines()
+    }
+
+    /// `lua-maxmemory`: the most a payload's libraries may take to decode.
+    pub fn heap_limit(&self) -> usize {
+        self.server.scripting.heap_limit.load(Ordering::Relaxed)
     }
 
     /// EVAL, EVALSHA and their _RO forms: finds or compiles the script,
@@ -469,7 +531,7 @@ impl Session<'_> {
             },
         );
         let mut w = Writer::new(self.out, self.protocol);
-        body(&mut server.scripting.engines.lock(), &mut host, &mut w);
+        body(&mut server.scripting.engines(), &mut host, &mut w);
         let ended = host.end();
         if !self.inside_exec {
             gate.end();

@@ -45,6 +45,14 @@ impl Ctx<'_> {
     }
 }
 
+/// The keys a script call declares, for [`super::Spec::getkeys`]: the
+/// `numkeys` arguments after argument 2, none when it is 0 (a script may
+/// declare none, as Redis's `no_mandatory_keys` flag says).
+pub fn declared_keys<'a>(_: &super::Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let count = usize::try_from(parse_i64(args.get(2)?).ok()?).ok()?;
+    Some(args.get(3..)?.get(..count)?.iter().collect())
+}
+
 /// The keys and arguments after a script call's `numkeys` (argument 2),
 /// with Redis's errors; `bad_count` is the error for a count that is no
 /// integer (EVAL and FCALL word it differently).

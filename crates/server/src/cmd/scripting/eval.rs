@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::scripting::Source;
-use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
+use crate::cmd::context::scripting::{declared_keys, Source};
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(
     name: &'static str,
@@ -42,7 +42,7 @@ const fn spec(
         since: if read_only { "7.0.0" } else { "2.6.0" },
         complexity: "Depends on the script that is executed.",
         run,
-        getkeys: Some(keys::counted::<2>),
+        getkeys: Some(declared_keys),
         ..BASE
     }
 }

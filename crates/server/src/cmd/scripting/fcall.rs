@@ -4,7 +4,8 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
+use crate::cmd::context::scripting::declared_keys;
+use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
 const fn spec(
     name: &'static str,
@@ -39,7 +40,7 @@ const fn spec(
         since: "7.0.0",
         complexity: "Depends on the function that is executed.",
         run,
-        getkeys: Some(keys::counted::<2>),
+        getkeys: Some(declared_keys),
         ..BASE
     }
 }

@@ -201,7 +201,10 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         };
     let payload = args[2].clone();
     ctx.script_job(move |session| {
-        let budget = crate::scripting::DEFAULT_HEAP_LIMIT;
+        let budget = match session.heap_limit() {
+            0 => usize::MAX,
+            limit => limit,
+        };
         let codes = match keel_rdb::restore_functions(&payload, budget) {
             Ok(codes) => codes.into_iter().map(Bytes::from).collect(),
             Err(e) => return session.w().error(e.message()),
