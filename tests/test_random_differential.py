@@ -20,19 +20,24 @@ STORE forms take at most two inputs (Redis sums more in an order of its own, and
 addition is not associative). To keep TTL
 comparisons (EXPIRE ... GT/LT) independent of timing, every future expiry is
 unique and at least tens of seconds away from any other one; past expiries are
-used to exercise immediate deletion.
+used to exercise immediate deletion. Scripts (EVAL, EVAL_RO, EVALSHA) run a few
+generated commands each through redis.pcall or redis.call and return their replies,
+which are compared one by one as the commands' own; their keys are named in the
+script, so most are keys the script did not declare.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
+import re
 import shutil
 import time
 
 import pytest
 
-from support import OK, ConnectionClosed, Err, ServerProcess, Status, encode_command
+from support import OK, ConnectionClosed, Err, ServerProcess, Status, _b, encode_command
 
 COMMANDS = int(os.environ.get("KEEL_DIFF_COMMANDS", "100000"))
 BATCH = 500
@@ -97,8 +102,13 @@ class CommandGenerator:
             self.misc2_cmd: 5,
             self.pubsub_client_cmd: 2,
         }
+        # What scripts run: any command but another script.
+        self.inner_makers, self.inner_weights = list(weights), list(weights.values())
+        weights[self.script_cmd] = 4
         self.makers = list(weights)
         self.weights = list(weights.values())
+        self.scripted = {}  # script body or SHA1 -> the commands the script runs
+        self.recent_scripts = []  # the last bodies EVAL sent
         self.watched = []  # keys that commands between WATCH and MULTI favour
 
     # -- building blocks -------------------------------------------------------------
@@ -707,6 +717,26 @@ class CommandGenerator:
                      self.rng.choice(["0", "1", "2", "x", "16"])],
         ], [5, 5, 4, 2, 4, 0.3])[0]()
 
+    def script_cmd(self):
+        """EVAL (now and then EVAL_RO) of a script that runs a few generated commands and
+        returns their replies in a table, or EVALSHA of one sent lately (keel keeps the
+        500 scripts EVAL sent last, as Redis 7.4; Redis 7.0 keeps all)."""
+        declared = self.keys_list(0, 2) if self.rng.random() < 0.5 else []
+        numkeys = [str(len(declared))] + declared
+        if self.rng.random() < 0.2:
+            sha = (hashlib.sha1(self.rng.choice(self.recent_scripts).encode()).hexdigest()
+                   if self.recent_scripts else "0" * 40)
+            return [self.name("EVALSHA"), sha] + numkeys
+        call = self.rng.choice(["redis.pcall"] * 4 + ["redis.call"])
+        inner = [self.command(self.inner_makers, self.inner_weights)
+                 for _ in range(self.rng.randint(1, 4))]
+        lines = [f"r[{i}] = {call}({', '.join(lua_string(arg) for arg in cmd)})"
+                 for i, cmd in enumerate(inner, 1)]
+        body = "local r = {}\n" + "\n".join(lines) + "\nreturn r"
+        self.scripted[body] = self.scripted[hashlib.sha1(body.encode()).hexdigest()] = inner
+        self.recent_scripts = (self.recent_scripts + [body])[-100:]
+        return [self.name(self.rng.choice(["EVAL"] * 6 + ["EVAL_RO"])), body] + numkeys
+
     def block(self):
         """A MULTI block of a few commands, sometimes after a WATCH and a few
         commands on the watched keys, ended by EXEC or DISCARD (or left to a
@@ -725,8 +755,8 @@ class CommandGenerator:
         """The next command, or now and then a MULTI block of several."""
         return self.block() if self.rng.random() < 0.01 else [self.command()]
 
-    def command(self):
-        maker = self.rng.choices(self.makers, self.weights)[0]
+    def command(self, makers=None, weights=None):
+        maker = self.rng.choices(makers or self.makers, weights or self.weights)[0]
         cmd = maker()
         r = self.rng.random()
         if r < 0.02 and len(cmd) > 1:  # wrong arity: drop arguments
@@ -734,6 +764,12 @@ class CommandGenerator:
         elif r < 0.03:  # wrong arity: extra arguments
             cmd = cmd + ["extra"] * self.rng.randint(1, 2)
         return cmd
+
+
+def lua_string(arg) -> str:
+    """`arg`, sent as `encode_command` sends it, as a Lua string literal:
+    letters and digits as they are, every other byte as a decimal escape."""
+    return '"' + "".join(chr(b) if chr(b).isalnum() else f"\\{b:03}" for b in _b(arg)) + '"'
 
 
 UNORDERED = {"KEYS", "SMEMBERS", "SINTER", "SUNION", "SDIFF", "HKEYS", "HVALS"}
@@ -755,14 +791,16 @@ def normalize(cmd, reply):
 UNKNOWN = "unknown"
 
 
-def divergence(cmd, keel, redis, queued=()):
+def divergence(cmd, keel, redis, ran=lambda cmd: ()):
     """How keel's reply to `cmd` differs from Redis's: None if it does not,
-    the reason if it is a known divergence, else UNKNOWN. `queued` holds the
-    commands an EXEC ran: its replies are compared one by one, each as its
-    own command's, and it diverges as its first diverging reply does."""
-    if (cmd[0].upper() == "EXEC" and isinstance(keel, list) and isinstance(redis, list)
+    the reason if it is a known divergence, else UNKNOWN. `ran(cmd)` gives
+    the commands an EXEC or a script ran: their replies are compared one by
+    one, each as its own command's, and it diverges as its first diverging
+    reply does."""
+    queued = ran(cmd)
+    if (queued and isinstance(keel, list) and isinstance(redis, list)
             and len(keel) == len(redis) == len(queued)):
-        found = [divergence(q, k, r) for q, k, r in zip(queued, keel, redis)]
+        found = [divergence(q, k, r, ran) for q, k, r in zip(queued, keel, redis)]
         return UNKNOWN if UNKNOWN in found else next((f for f in found if f), None)
     keel, redis = normalize(cmd, keel), normalize(cmd, redis)
     if keel == redis and type(keel) is type(redis):
@@ -804,6 +842,17 @@ def test_random_commands_match_redis(both_servers):
 
     divergences, known, total = [], {}, 0
     queued = []  # commands queued by the current MULTI
+    exec_ran = []  # the commands the EXEC being compared ran
+
+    def ran(cmd):
+        """The commands `cmd` ran, to compare their replies one by one."""
+        name = cmd[0].upper()
+        if name == "EXEC":
+            return exec_ran
+        if name in ("EVAL", "EVAL_RO", "EVALSHA") and len(cmd) > 1:
+            return gen.scripted.get(cmd[1], ())
+        return ()
+
     index = 0
     while index < COMMANDS:
         batch = [cmd for _ in range(min(BATCH, COMMANDS - index)) for cmd in gen.commands()]
@@ -820,7 +869,7 @@ def test_random_commands_match_redis(both_servers):
             name = cmd[0].upper()
             if keel_reply == Status("QUEUED"):
                 queued.append(cmd)
-            ran = queued if name == "EXEC" else ()
+            exec_ran[:] = queued if name == "EXEC" else []
             if name in ("EXEC", "DISCARD") or (name == "MULTI" and keel_reply == OK):
                 queued = []
             reason = divergence(cmd, keel_reply, redis_reply, ran)
@@ -848,7 +897,8 @@ def test_random_commands_match_redis(both_servers):
 def test_generator_is_deterministic():
     """The same seed yields the same command stream (times aside)."""
     a, b = CommandGenerator(1234), CommandGenerator(1234)
-    strip = lambda cmd: [x for x in cmd if not (x.isdigit() and len(x) >= 10)]  # noqa: E731
+    # Times (10 digits or more) left out, in scripts' bodies too.
+    strip = lambda cmd: [re.sub(r"\d{10,}", "", x) if isinstance(x, str) else x for x in cmd]  # noqa: E731,E501
     assert [strip(a.command()) for _ in range(2000)] == [strip(b.command()) for _ in range(2000)]
 
 
@@ -867,5 +917,6 @@ def test_generator_covers_every_command():
                 "SETBIT", "GETBIT", "BITCOUNT", "BITPOS", "BITOP", "BITFIELD", "BITFIELD_RO",
                 "DUMP", "RESTORE", "MIGRATE",
                 "GEOADD", "GEOSEARCH", "GEOSEARCHSTORE", "GEORADIUS", "GEORADIUSBYMEMBER_RO",
-                "SORT", "SORT_RO", "LMPOP", "ZMPOP", "LCS", "SUBSTR", "MOVE", "SWAPDB"}
+                "SORT", "SORT_RO", "LMPOP", "ZMPOP", "LCS", "SUBSTR", "MOVE", "SWAPDB",
+                "EVAL", "EVAL_RO", "EVALSHA"}
     assert expected <= names

@@ -78,12 +78,17 @@ impl Scripts {
     /// (bounded), rather than SCRIPT LOAD (kept).
     pub fn load(&mut self, body: &Bytes, from_eval: bool) -> Result<(String, ScriptFlags), String> {
         let sha = sha1_hex(body);
-        if let Some(script) = self.scripts.get_mut(&sha) {
-            let flags = script.flags;
-            if !from_eval {
+        if let Some(flags) = self.scripts.get(&sha).map(|script| script.flags) {
+            match from_eval {
+                // Used again: the most recent of the bounded scripts now.
+                true => {
+                    self.touch(&sha);
+                }
                 // SCRIPT LOAD of a script EVAL brought: kept from now on.
-                if let Some(tick) = script.eval_tick.take() {
-                    self.eval_order.remove(&tick);
+                false => {
+                    if let Some(tick) = self.scripts.get_mut(&sha).and_then(|s| s.eval_tick.take()) {
+                        self.eval_order.remove(&tick);
+                    }
                 }
             }
             return Ok((sha, flags));
@@ -138,14 +143,21 @@ impl Scripts {
             return None;
         }
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        let flags = self.touch(&sha)?;
+        Some((sha, flags))
+    }
+
+    /// Marks cached script `sha` used: an EVAL script becomes the most
+    /// recently used. Its flags, if cached.
+    fn touch(&mut self, sha: &str) -> Option<ScriptFlags> {
         let tick = self.tick + 1;
-        let script = self.scripts.get_mut(&sha)?;
+        let script = self.scripts.get_mut(sha)?;
         if let Some(old) = script.eval_tick.replace(tick) {
             self.tick = tick;
             self.eval_order.remove(&old);
-            self.eval_order.insert(tick, sha.clone());
+            self.eval_order.insert(tick, sha.to_string());
         }
-        Some((sha, script.flags))
+        Some(script.flags)
     }
 
     /// Whether `sha` (any case) is cached.
@@ -286,6 +298,11 @@ mod tests {
         );
         assert!(scripts.exists(loaded.as_bytes()));
         assert_eq!(scripts.evicted(), 1);
+        // EVAL of a cached script makes it the most recent again.
+        let (second, _) = scripts.load(&Bytes::from("return 1"), true).unwrap();
+        scripts.load(&Bytes::from("return 'one more'"), true).unwrap();
+        assert!(scripts.exists(second.as_bytes()), "used again, so kept");
+        assert_eq!(scripts.evicted(), 2);
         let bytes = scripts.cache_bytes();
         scripts.flush().unwrap();
         assert!(scripts.is_empty() && scripts.cache_bytes() == 0 && bytes > 0);
