@@ -247,6 +247,11 @@ pub fn lua_to_args(values: &[Value]) -> Result<Vec<Bytes>, &'static str> {
 /// C's `%.<precision>g`: the shortest of fixed and exponent notation for
 /// `precision` significant digits, trailing zeros dropped.
 pub fn format_g(n: f64, precision: usize) -> String {
+    // Integers short enough print as themselves (the common case, and
+    // without float formatting's cost).
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        return format!("{}", n as i64);
+    }
     if n.is_nan() {
         return if n.is_sign_negative() { "-nan" } else { "nan" }.into();
     }

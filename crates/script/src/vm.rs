@@ -9,8 +9,7 @@
 //! failure into Redis's `{err=..., source=..., line=...}`, and writes what
 //! it returned, or its error, as the reply.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,6 +98,28 @@ struct Call<'h> {
     protocol: Protocol,
 }
 
+/// The call running now, for the per-call API functions (`redis.call`,
+/// `pcall`, `setresp`, `acl_check_cmd`), which are made once with the state
+/// rather than per call: null between calls.
+#[derive(Default)]
+struct Running(AtomicPtr<Call<'static>>);
+
+impl Running {
+    /// Runs `f` on the call running now; outside a call, Redis's error for
+    /// a function that `api` names.
+    fn with<T>(&self, api: &str, f: impl FnOnce(&mut Call) -> mlua::Result<T>) -> mlua::Result<T> {
+        let call = self.0.load(Ordering::Acquire);
+        if call.is_null() {
+            return Err(raise(format!("{api} can only be called inside a script invocation")));
+        }
+        // SAFETY: non-null only while `Vm::run` holds the call alive and
+        // runs Lua on this thread; the functions that read it run inside
+        // that Lua, one at a time (a command a script runs never runs Lua),
+        // so no other reference to the call is alive meanwhile.
+        f(unsafe { &mut *call })
+    }
+}
+
 pub struct Vm {
     lua: Lua,
     control: Arc<Control>,
@@ -106,14 +127,16 @@ pub struct Vm {
     pub env: Table,
     /// The allowed globals themselves, where EVAL's KEYS and ARGV go.
     pub(crate) globals: Table,
-    /// The `redis` table behind its read-only proxy.
-    redis: Table,
     /// `protect(t)`: a read-only proxy of `t` (see sandbox.lua).
     pub protect: Function,
     /// `environment(current)`: an environment whose globals are `current()`'s.
     pub environment: Function,
-    /// Calls a function under the error handler: `(ok, value)`.
+    /// Calls a function with arguments under the error handler: `(ok, value)`.
     runner: Function,
+    /// The same for a function without arguments (an EVAL script), which
+    /// needs no closure to carry them.
+    runner_without_arguments: Function,
+    running: std::sync::Arc<Running>,
     runs: u32,
 }
 
@@ -128,6 +151,8 @@ impl Vm {
         crate::libs::load(&lua)?;
         let redis = lua.create_table()?;
         register_api(&lua, &redis, &control)?;
+        let running = Arc::new(Running::default());
+        register_per_call_api(&lua, &redis, &running)?;
         let normalize = lua.create_function(normalize_error)?;
         let random = {
             let control = control.clone();
@@ -150,12 +175,14 @@ impl Vm {
             .load(include_str!("lua/sandbox.lua"))
             .set_name("=sandbox")
             .call((normalize, random, randomseed, redis.clone()))?;
-        let runner = lua
+        let (runner, runner_without_arguments): (Function, Function) = lua
             .load(
                 "local handler, xpcall, select, unpack = ...
                  return function(f, ...)
                    local n, args = select('#', ...), { ... }
                    return xpcall(function() return f(unpack(args, 1, n)) end, handler)
+                 end, function(f)
+                   return xpcall(f, handler)
                  end",
             )
             .set_name("=runner")
@@ -171,10 +198,11 @@ impl Vm {
             control,
             env,
             globals,
-            redis,
             protect,
             environment,
             runner,
+            runner_without_arguments,
+            running,
             runs: 0,
         };
         vm.watch_for_kill();
@@ -239,7 +267,7 @@ impl Vm {
                 Err(raise(message))
             },
         );
-        let outcome = self.runner.call::<(bool, Value)>(function);
+        let outcome = self.runner_without_arguments.call::<(bool, Value)>(function);
         self.watch_for_kill();
         match outcome {
             Ok((true, _)) => Ok(()),
@@ -270,6 +298,27 @@ impl Vm {
             })
     }
 
+    /// Calls `function` under the error handler as `invocation` says.
+    fn call_function(&self, function: &Function, invocation: Invocation) -> mlua::Result<(bool, Value)> {
+        let table_of = |items: &[Bytes]| -> mlua::Result<Table> {
+            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, self.lua.create_string(item)?)?;
+            }
+            Ok(t)
+        };
+        match invocation {
+            Invocation::Eval { keys, args } => {
+                self.globals.raw_set("KEYS", table_of(keys)?)?;
+                self.globals.raw_set("ARGV", table_of(args)?)?;
+                self.runner_without_arguments.call(function)
+            }
+            Invocation::Function { keys, args } => {
+                self.runner.call((function, table_of(keys)?, table_of(args)?))
+            }
+        }
+    }
+
     /// Runs `function` as `name` (the script's sha or the function's name,
     /// for error messages) and writes its reply to `w`.
     pub fn run(
@@ -281,49 +330,21 @@ impl Vm {
         w: &mut Writer,
     ) {
         self.control.killed.store(false, Ordering::Relaxed);
-        let call = RefCell::new(Call {
+        let mut call = Call {
             host,
             protocol: Protocol::Resp2,
-        });
-        let call = &call;
-        let outcome = self.lua.scope(|scope| {
-            let per_call = |raise_errors: bool| {
-                scope.create_function(move |lua, args: Variadic<Value>| {
-                    redis_call(lua, call, &args, raise_errors)
-                })
-            };
-            self.redis.raw_set("call", per_call(true)?)?;
-            self.redis.raw_set("pcall", per_call(false)?)?;
-            self.redis.raw_set(
-                "setresp",
-                scope.create_function(move |_, args: Variadic<Value>| set_resp(call, &args))?,
-            )?;
-            self.redis.raw_set(
-                "acl_check_cmd",
-                scope.create_function(move |_, args: Variadic<Value>| acl_check(call, &args))?,
-            )?;
-            let lua = &self.lua;
-            let table_of = |items: &[Bytes]| -> mlua::Result<Table> {
-                let t = lua.create_table_with_capacity(items.len(), 0)?;
-                for (i, item) in items.iter().enumerate() {
-                    t.raw_set(i + 1, lua.create_string(item)?)?;
-                }
-                Ok(t)
-            };
-            match invocation {
-                Invocation::Eval { keys, args } => {
-                    self.globals.raw_set("KEYS", table_of(keys)?)?;
-                    self.globals.raw_set("ARGV", table_of(args)?)?;
-                    self.runner.call::<(bool, Value)>(function)
-                }
-                Invocation::Function { keys, args } => {
-                    self.runner
-                        .call::<(bool, Value)>((function, table_of(keys)?, table_of(args)?))
-                }
-            }
-        });
-        self.watch_for_kill();
-        let protocol = call.borrow().protocol;
+        };
+        // The lifetime is erased for the per-call functions, which see the
+        // call only until it is taken back below (see `Running::with`).
+        let current = (&mut call as *mut Call).cast::<Call<'static>>();
+        self.running.0.store(current, Ordering::Release);
+        let outcome = self.call_function(function, invocation);
+        self.running.0.store(std::ptr::null_mut(), Ordering::Release);
+        if self.control.killed.load(Ordering::Relaxed) {
+            // The kill made the hook fire on every line: back to its period.
+            self.watch_for_kill();
+        }
+        let protocol = call.protocol;
         match outcome {
             Ok((true, value)) => write_lua(w, &value, protocol),
             Ok((false, Value::Table(err))) => w.error(&failure_message(&err, name)),
@@ -373,10 +394,38 @@ fn failure_message(err: &Table, name: &str) -> String {
     message
 }
 
+/// `redis.call`, `redis.pcall`, `redis.setresp` and `redis.acl_check_cmd`:
+/// the functions that act for the running call (see [`Running`]).
+fn register_per_call_api(lua: &Lua, redis: &Table, running: &Arc<Running>) -> mlua::Result<()> {
+    for (name, raise_errors) in [("call", true), ("pcall", false)] {
+        let running = running.clone();
+        redis.raw_set(
+            name,
+            lua.create_function(move |lua, args: Variadic<Value>| {
+                running.with("redis.call/pcall", |call| redis_call(lua, call, &args, raise_errors))
+            })?,
+        )?;
+    }
+    let current = running.clone();
+    redis.raw_set(
+        "setresp",
+        lua.create_function(move |_, args: Variadic<Value>| {
+            current.with("redis.setresp", |call| set_resp(call, &args))
+        })?,
+    )?;
+    let current = running.clone();
+    redis.raw_set(
+        "acl_check_cmd",
+        lua.create_function(move |_, args: Variadic<Value>| {
+            current.with("redis.acl_check_cmd", |call| acl_check(call, &args))
+        })?,
+    )
+}
+
 /// `redis.call` and `redis.pcall`.
 fn redis_call(
     lua: &Lua,
-    call: &RefCell<Call>,
+    call: &mut Call,
     args: &Variadic<Value>,
     raise_errors: bool,
 ) -> mlua::Result<Value> {
@@ -393,7 +442,6 @@ fn redis_call(
         Ok(argv) => argv,
         Err(message) => return refused(message, false),
     };
-    let mut call = call.borrow_mut();
     let protocol = call.protocol;
     match call.host.call(argv, protocol) {
         Err(refusal) => refused(&refusal, true),
@@ -406,11 +454,11 @@ fn redis_call(
 }
 
 /// `redis.setresp`.
-fn set_resp(call: &RefCell<Call>, args: &Variadic<Value>) -> mlua::Result<()> {
+fn set_resp(call: &mut Call, args: &Variadic<Value>) -> mlua::Result<()> {
     if args.len() != 1 {
         return Err(raise("redis.setresp() requires one argument."));
     }
-    call.borrow_mut().protocol = match number(&args[0]) as i32 {
+    call.protocol = match number(&args[0]) as i32 {
         2 => Protocol::Resp2,
         3 => Protocol::Resp3,
         _ => return Err(raise("RESP version must be 2 or 3.")),
@@ -419,10 +467,9 @@ fn set_resp(call: &RefCell<Call>, args: &Variadic<Value>) -> mlua::Result<()> {
 }
 
 /// `redis.acl_check_cmd`.
-fn acl_check(call: &RefCell<Call>, args: &Variadic<Value>) -> mlua::Result<bool> {
+fn acl_check(call: &mut Call, args: &Variadic<Value>) -> mlua::Result<bool> {
     let argv = lua_to_args(args).map_err(raise)?;
-    call.borrow_mut()
-        .host
+    call.host
         .may_run(&argv)
         .ok_or_else(|| raise("Invalid command passed to redis.acl_check_cmd()"))
 }

@@ -106,6 +106,9 @@ struct Listening {
     replace: Option<mpsc::UnboundedSender<Vec<std::net::TcpListener>>>,
 }
 
+/// `busy-reply-threshold`'s default, as Redis's.
+const DEFAULT_BUSY_REPLY_THRESHOLD_MS: u64 = 5000;
+
 /// Copies of the settings connections consult per read; kept in step with
 /// [`Config`] by [`Server::apply_config`].
 #[derive(Default)]
@@ -132,6 +135,8 @@ pub struct HotConfig {
     pub output_soft_seconds: AtomicU64,
     /// `maxclients`.
     pub maxclients: AtomicU64,
+    /// `busy-reply-threshold` in ms (see `crate::scripting::gate`).
+    pub busy_reply_threshold_ms: AtomicU64,
 }
 
 impl Server {
@@ -215,6 +220,14 @@ impl Server {
             (&self.hot.output_soft_limit, limits.soft),
             (&self.hot.output_soft_seconds, limits.soft_seconds),
             (&self.hot.maxclients, config.maxclients),
+            (
+                &self.hot.busy_reply_threshold_ms,
+                config
+                    .accepted
+                    .get("busy-reply-threshold")
+                    .and_then(|ms| ms.parse().ok())
+                    .unwrap_or(DEFAULT_BUSY_REPLY_THRESHOLD_MS),
+            ),
         ];
         for (hot, value) in settings {
             hot.store(value, Ordering::Relaxed);

@@ -207,16 +207,15 @@ impl Gate {
             claim.fetch_or(wanted, Ordering::Relaxed);
         }
         fence(Ordering::SeqCst);
-        let inside: Vec<(Slot, u64)> = self
-            .slots
-            .lock()
-            .iter()
-            .map(|slot| (slot.clone(), slot.load(Ordering::Acquire)))
-            .filter(|(_, count)| count % 2 == 1)
-            .collect();
         let since = Instant::now();
         let mut warned = false;
-        for (slot, count) in inside {
+        // A thread that registers meanwhile starts its first command after
+        // the fence, so it sees the claim: the lock may be held throughout.
+        for slot in self.slots.lock().iter() {
+            let count = slot.load(Ordering::Acquire);
+            if count % 2 == 0 {
+                continue;
+            }
             while slot.load(Ordering::Acquire) == count {
                 std::thread::yield_now();
                 if !warned && since.elapsed() > Duration::from_secs(1) {

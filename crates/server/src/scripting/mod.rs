@@ -505,13 +505,7 @@ impl Session<'_> {
         let locked = match self.inside_exec {
             true => None,
             false => {
-                let threshold = server
-                    .config
-                    .read()
-                    .accepted
-                    .get("busy-reply-threshold")
-                    .and_then(|t| t.parse().ok())
-                    .unwrap_or(5000);
+                let threshold = server.hot.busy_reply_threshold_ms.load(Ordering::Relaxed);
                 gate.start(kind, name, command, self.now_ms, threshold);
                 gate.claim(shards.words());
                 let claimed = shards.words().to_vec();
