@@ -43,7 +43,7 @@ for port in "$redis_port" "$keel_port"; do
 done
 
 rps() { # redis-benchmark arguments... -> requests per second
-  redis-benchmark "$@" -q 2>/dev/null | tr '\r' '\n' | grep -E "requests per second" | tail -1 \
+  redis-benchmark -q "$@" 2>/dev/null | tr '\r' '\n' | grep -E "requests per second" | tail -1 \
     | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'
 }
 evalsha() { rps -p "$1" -n "$requests" -r 100000 -c 50 evalsha "$small_sha" 1 "key:__rand_int__"; }
