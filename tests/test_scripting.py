@@ -1056,3 +1056,22 @@ def test_huge_lua_table_is_refused_and_the_server_lives(c):
     assert c.call("EVAL", "return 1", "0") == 1
     c.call("EVAL", "collectgarbage('collect') return 0", "0")
     assert int(info(c, "memory")["used_memory_vm_eval"]) < 64 * 1024 * 1024
+
+
+@pytest.mark.keel_differs(reason="lua-maxmemory is keel's own: Redis does not limit the Lua heap")
+def test_lua_maxmemory_bounds_each_lua_state(c, restore_config):
+    restore_config("lua-maxmemory")
+    assert c.call("CONFIG", "SET", "lua-maxmemory", "32mb") == OK
+    assert c.call("CONFIG", "GET", "lua-maxmemory") == [b"lua-maxmemory", b"33554432"]
+    big = "return #string.rep('x', 64 * 1024 * 1024)"
+    reply = c.call("EVAL", big, "0")
+    assert isinstance(reply, Err) and "not enough memory" in reply, reply
+    assert c.call("EVAL", "return #string.rep('x', 1024 * 1024)", "0") == 1024 * 1024
+    lib = "#!lua name=big\nredis.register_function('big', function() return #string.rep('x', 64 * 1024 * 1024) end)"
+    assert c.call("FUNCTION", "LOAD", "REPLACE", lib) == b"big"
+    reply = c.call("FCALL", "big", "0")
+    assert isinstance(reply, Err) and "not enough memory" in reply, reply
+    assert c.call("CONFIG", "SET", "lua-maxmemory", "512mb") == OK
+    assert c.call("EVAL", big, "0") == 64 * 1024 * 1024
+    assert c.call("FCALL", "big", "0") == 64 * 1024 * 1024
+    assert c.call("FUNCTION", "DELETE", "big") == OK

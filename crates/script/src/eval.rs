@@ -86,7 +86,8 @@ impl Scripts {
                 }
                 // SCRIPT LOAD of a script EVAL brought: kept from now on.
                 false => {
-                    if let Some(tick) = self.scripts.get_mut(&sha).and_then(|s| s.eval_tick.take()) {
+                    if let Some(tick) = self.scripts.get_mut(&sha).and_then(|s| s.eval_tick.take())
+                    {
                         self.eval_order.remove(&tick);
                     }
                 }
@@ -300,7 +301,9 @@ mod tests {
         assert_eq!(scripts.evicted(), 1);
         // EVAL of a cached script makes it the most recent again.
         let (second, _) = scripts.load(&Bytes::from("return 1"), true).unwrap();
-        scripts.load(&Bytes::from("return 'one more'"), true).unwrap();
+        scripts
+            .load(&Bytes::from("return 'one more'"), true)
+            .unwrap();
         assert!(scripts.exists(second.as_bytes()), "used again, so kept");
         assert_eq!(scripts.evicted(), 2);
         let bytes = scripts.cache_bytes();

@@ -110,7 +110,9 @@ impl Running {
     fn with<T>(&self, api: &str, f: impl FnOnce(&mut Call) -> mlua::Result<T>) -> mlua::Result<T> {
         let call = self.0.load(Ordering::Acquire);
         if call.is_null() {
-            return Err(raise(format!("{api} can only be called inside a script invocation")));
+            return Err(raise(format!(
+                "{api} can only be called inside a script invocation"
+            )));
         }
         // SAFETY: non-null only while `Vm::run` holds the call alive and
         // runs Lua on this thread; the functions that read it run inside
@@ -267,7 +269,9 @@ impl Vm {
                 Err(raise(message))
             },
         );
-        let outcome = self.runner_without_arguments.call::<(bool, Value)>(function);
+        let outcome = self
+            .runner_without_arguments
+            .call::<(bool, Value)>(function);
         self.watch_for_kill();
         match outcome {
             Ok((true, _)) => Ok(()),
@@ -299,7 +303,11 @@ impl Vm {
     }
 
     /// Calls `function` under the error handler as `invocation` says.
-    fn call_function(&self, function: &Function, invocation: Invocation) -> mlua::Result<(bool, Value)> {
+    fn call_function(
+        &self,
+        function: &Function,
+        invocation: Invocation,
+    ) -> mlua::Result<(bool, Value)> {
         let table_of = |items: &[Bytes]| -> mlua::Result<Table> {
             let t = self.lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
@@ -314,7 +322,8 @@ impl Vm {
                 self.runner_without_arguments.call(function)
             }
             Invocation::Function { keys, args } => {
-                self.runner.call((function, table_of(keys)?, table_of(args)?))
+                self.runner
+                    .call((function, table_of(keys)?, table_of(args)?))
             }
         }
     }
@@ -339,7 +348,9 @@ impl Vm {
         let current = (&mut call as *mut Call).cast::<Call<'static>>();
         self.running.0.store(current, Ordering::Release);
         let outcome = self.call_function(function, invocation);
-        self.running.0.store(std::ptr::null_mut(), Ordering::Release);
+        self.running
+            .0
+            .store(std::ptr::null_mut(), Ordering::Release);
         if self.control.killed.load(Ordering::Relaxed) {
             // The kill made the hook fire on every line: back to its period.
             self.watch_for_kill();
@@ -348,11 +359,16 @@ impl Vm {
         match outcome {
             Ok((true, value)) => write_lua(w, &value, protocol),
             Ok((false, Value::Table(err))) => w.error(&failure_message(&err, name)),
+            // Lua 5.1 skips the handler when memory runs out, and frees
+            // nothing then: what the script left is collected now, so the
+            // next script finds the room.
             Ok((false, other)) => {
                 let message = match &other {
                     Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
                     _ => "execution failure".into(),
                 };
+                drop(other);
+                let _ = self.lua.gc_collect();
                 w.error(&format!(
                     "ERR Error running script {name}, {}",
                     truncate(&message, 100)
@@ -402,7 +418,9 @@ fn register_per_call_api(lua: &Lua, redis: &Table, running: &Arc<Running>) -> ml
         redis.raw_set(
             name,
             lua.create_function(move |lua, args: Variadic<Value>| {
-                running.with("redis.call/pcall", |call| redis_call(lua, call, &args, raise_errors))
+                running.with("redis.call/pcall", |call| {
+                    redis_call(lua, call, &args, raise_errors)
+                })
             })?,
         )?;
     }
