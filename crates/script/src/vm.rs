@@ -799,53 +799,22 @@ pub(crate) mod tests {
     #[test]
     fn errors_name_the_script_and_line() {
         let mut vm = vm();
-        assert_eq!(
-            eval(&mut vm, "return a"),
-            "-ERR user_script:1: Script attempted to access nonexistent global variable 'a' script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "a = 5"),
-            "-ERR user_script:1: Attempt to modify a readonly table script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "\nreturn redis.call('fail')"),
-            "-WRONGTYPE Operation against a key script: sha, on @user_script:2.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "return redis.call('refuse')"),
-            "-ERR This Redis command is not allowed from script script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(
-                &mut vm,
-                "local ok, e = pcall(redis.call, 'refuse') return e"
-            ),
-            "$49\r\nERR This Redis command is not allowed from script\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "return redis.pcall('fail')"),
-            "-WRONGTYPE Operation against a key\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "error('boom')"),
-            "-ERR user_script:1: boom script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "return redis.setresp(4)"),
-            "-ERR RESP version must be 2 or 3. script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "rawset(redis, 'call', 1)"),
-            "-ERR Attempt to modify a readonly table script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "redis.call = 1"),
-            "-ERR user_script:1: Attempt to modify a readonly table script: sha, on @user_script:1.\r\n"
-        );
-        assert_eq!(
-            eval(&mut vm, "return redis.call()"),
-            "-ERR Please specify at least one argument for this redis lib call script: sha, on @user_script:1.\r\n"
-        );
+        let at = |line| format!(" script: sha, on @user_script:{line}.\r\n");
+        for (script, reply) in [
+            ("return a", format!("-ERR user_script:1: Script attempted to access nonexistent global variable 'a'{}", at(1))),
+            ("a = 5", format!("-ERR user_script:1: Attempt to modify a readonly table{}", at(1))),
+            ("\nreturn redis.call('fail')", format!("-WRONGTYPE Operation against a key{}", at(2))),
+            ("return redis.call('refuse')", format!("-ERR This Redis command is not allowed from script{}", at(1))),
+            ("local ok, e = pcall(redis.call, 'refuse') return e", "$49\r\nERR This Redis command is not allowed from script\r\n".into()),
+            ("return redis.pcall('fail')", "-WRONGTYPE Operation against a key\r\n".into()),
+            ("error('boom')", format!("-ERR user_script:1: boom{}", at(1))),
+            ("return redis.setresp(4)", format!("-ERR RESP version must be 2 or 3.{}", at(1))),
+            ("rawset(redis, 'call', 1)", format!("-ERR Attempt to modify a readonly table{}", at(1))),
+            ("redis.call = 1", format!("-ERR user_script:1: Attempt to modify a readonly table{}", at(1))),
+            ("return redis.call()", format!("-ERR Please specify at least one argument for this redis lib call{}", at(1))),
+        ] {
+            assert_eq!(eval(&mut vm, script), reply, "{script}");
+        }
     }
 
     #[test]

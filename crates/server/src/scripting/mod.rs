@@ -397,6 +397,14 @@ impl Session<'_> {
         Writer::new(self.out, self.protocol)
     }
 
+    /// `+OK`, or the error a management command met.
+    pub fn reply_ok(&mut self, result: Result<(), String>) {
+        match result {
+            Ok(()) => self.w().ok(),
+            Err(e) => self.w().error(&e),
+        }
+    }
+
     /// The caller's protocol.
     pub fn protocol(&self) -> Protocol {
         self.protocol

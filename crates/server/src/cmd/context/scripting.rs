@@ -45,6 +45,49 @@ impl Ctx<'_> {
     }
 }
 
+/// The spec of a script call (EVAL, EVALSHA, FCALL and their _RO forms):
+/// `name script-or-function numkeys [key ...] [arg ...]`, its keys
+/// counted by `numkeys`.
+pub const fn script_call(
+    name: &'static str,
+    summary: &'static str,
+    since: &'static str,
+    complexity: &'static str,
+    read_only: bool,
+    run: super::Handler,
+) -> super::Spec {
+    super::Spec {
+        name,
+        arity: -3,
+        flags: if read_only {
+            &[
+                "readonly",
+                "noscript",
+                "stale",
+                "skip_monitor",
+                "no_mandatory_keys",
+                "movablekeys",
+            ]
+        } else {
+            &[
+                "noscript",
+                "stale",
+                "skip_monitor",
+                "no_mandatory_keys",
+                "movablekeys",
+            ]
+        },
+        acl: &["@slow", "@scripting"],
+        group: "scripting",
+        summary,
+        since,
+        complexity,
+        run,
+        getkeys: Some(declared_keys),
+        ..super::BASE
+    }
+}
+
 /// The keys a script call declares, for [`super::Spec::getkeys`]: the
 /// `numkeys` arguments after argument 2, none when it is 0 (a script may
 /// declare none, as Redis's `no_mandatory_keys` flag says).

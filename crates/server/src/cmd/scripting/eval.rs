@@ -6,45 +6,15 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::scripting::{declared_keys, Source};
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::scripting::{script_call, Source};
+use crate::cmd::context::{Ctx, Error, Handler, Spec};
 
-const fn spec(
-    name: &'static str,
-    summary: &'static str,
-    read_only: bool,
-    run: crate::cmd::context::Handler,
-) -> Spec {
-    Spec {
-        name,
-        arity: -3,
-        flags: if read_only {
-            &[
-                "readonly",
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
-        } else {
-            &[
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
-        },
-        acl: &["@slow", "@scripting"],
-        group: "scripting",
-        summary,
-        since: if read_only { "7.0.0" } else { "2.6.0" },
-        complexity: "Depends on the script that is executed.",
-        run,
-        getkeys: Some(declared_keys),
-        ..BASE
-    }
+/// Redis documents every form's cost alike.
+const COMPLEXITY: &str = "Depends on the script that is executed.";
+
+const fn spec(name: &'static str, summary: &'static str, read_only: bool, run: Handler) -> Spec {
+    let since = if read_only { "7.0.0" } else { "2.6.0" };
+    script_call(name, summary, since, COMPLEXITY, read_only, run)
 }
 
 /// EVAL.

@@ -4,55 +4,27 @@
 
 use bytes::Bytes;
 
-use crate::cmd::context::scripting::declared_keys;
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::scripting::script_call;
+use crate::cmd::context::{Ctx, Error, Spec};
 
-const fn spec(
-    name: &'static str,
-    summary: &'static str,
-    read_only: bool,
-    run: crate::cmd::context::Handler,
-) -> Spec {
-    Spec {
-        name,
-        arity: -3,
-        flags: if read_only {
-            &[
-                "readonly",
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
-        } else {
-            &[
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
-        },
-        acl: &["@slow", "@scripting"],
-        group: "scripting",
-        summary,
-        since: "7.0.0",
-        complexity: "Depends on the function that is executed.",
-        run,
-        getkeys: Some(declared_keys),
-        ..BASE
-    }
-}
+/// Redis documents both forms' cost alike.
+const COMPLEXITY: &str = "Depends on the function that is executed.";
 
 /// FCALL.
-pub const FCALL: Spec = spec("fcall", "Invoke a function", false, |ctx, args| {
-    fcall(ctx, args, false)
-});
+pub const FCALL: Spec = script_call(
+    "fcall",
+    "Invoke a function",
+    "7.0.0",
+    COMPLEXITY,
+    false,
+    |ctx, args| fcall(ctx, args, false),
+);
 /// FCALL_RO.
-pub const FCALL_RO: Spec = spec(
+pub const FCALL_RO: Spec = script_call(
     "fcall_ro",
     "Invoke a read-only function",
+    "7.0.0",
+    COMPLEXITY,
     true,
     |ctx, args| fcall(ctx, args, true),
 );

@@ -46,14 +46,19 @@ const WRITE: Spec = Spec {
     ..SUB
 };
 
-const LOAD: Spec = Spec {
-    name: "function|load",
+/// A write that may grow memory: refused over maxmemory.
+const GROWS: Spec = Spec {
     arity: -3,
     flags: &["write", "denyoom", "noscript"],
+    ..WRITE
+};
+
+const LOAD: Spec = Spec {
+    name: "function|load",
     summary: "Create a function with the given arguments (name, code, description)",
     complexity: "O(1) (considering compilation time is redundant)",
     run: load,
-    ..WRITE
+    ..GROWS
 };
 
 fn load(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
@@ -127,10 +132,7 @@ const DELETE: Spec = Spec {
         let library = args[2].clone();
         ctx.script_job(move |session| {
             let deleted = session.engines().functions.delete(&library);
-            match deleted {
-                Ok(()) => session.w().ok(),
-                Err(e) => session.w().error(&e),
-            }
+            session.reply_ok(deleted);
         });
         Ok(())
     },
@@ -151,10 +153,7 @@ const FLUSH: Spec = Spec {
         }
         ctx.script_job(|session| {
             let flushed = session.engines().functions.flush();
-            match flushed {
-                Ok(()) => session.w().ok(),
-                Err(e) => session.w().error(&format!("ERR {e}")),
-            }
+            session.reply_ok(flushed.map_err(|e| format!("ERR {e}")));
         });
         Ok(())
     },
@@ -178,12 +177,10 @@ const DUMP: Spec = Spec {
 
 const RESTORE: Spec = Spec {
     name: "function|restore",
-    arity: -3,
-    flags: &["write", "denyoom", "noscript"],
     summary: "Restore all the functions on the given payload",
     complexity: "O(N) where N is the number of functions on the payload",
     run: restore,
-    ..WRITE
+    ..GROWS
 };
 
 fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
@@ -210,10 +207,7 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Err(e) => return session.w().error(e.message()),
         };
         let restored = session.engines().functions.restore(codes, policy);
-        match restored {
-            Ok(()) => session.w().ok(),
-            Err(e) => session.w().error(&e),
-        }
+        session.reply_ok(restored);
     });
     Ok(())
 }

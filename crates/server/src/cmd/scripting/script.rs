@@ -82,10 +82,7 @@ const FLUSH: Spec = Spec {
         }
         ctx.script_job(|session| {
             let flushed = session.engines().scripts.flush();
-            match flushed {
-                Ok(()) => session.w().ok(),
-                Err(e) => session.w().error(&format!("ERR {e}")),
-            }
+            session.reply_ok(flushed.map_err(|e| format!("ERR {e}")));
         });
         Ok(())
     },
