@@ -27,13 +27,15 @@
 
 use std::cell::OnceCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 /// What one thread counts: commands it entered, odd while inside one.
-type Slot = Arc<AtomicU64>;
+/// Only its thread writes it. It lives as long as the process (one per
+/// thread that ever runs a command, a handful), so the command path holds
+/// a plain reference to it.
+type Slot = &'static AtomicU64;
 
 thread_local! {
     static SLOT: OnceCell<Slot> = const { OnceCell::new() };
@@ -90,7 +92,8 @@ pub struct Inside {
 
 impl Drop for Inside {
     fn drop(&mut self) {
-        self.slot.fetch_add(1, Ordering::Release);
+        let count = self.slot.load(Ordering::Relaxed);
+        self.slot.store(count + 1, Ordering::Release);
     }
 }
 
@@ -131,15 +134,14 @@ impl Gate {
     /// Marks this thread inside a command until the result is dropped.
     /// Call it before looking at [`Gate::running`] and [`Gate::conflicts`].
     pub fn enter(&self) -> Inside {
-        let slot = SLOT.with(|slot| {
-            slot.get_or_init(|| {
-                let new = Slot::default();
-                self.slots.lock().push(new.clone());
+        let slot: Slot = SLOT.with(|slot| {
+            *slot.get_or_init(|| {
+                let new: Slot = Box::leak(Box::default());
+                self.slots.lock().push(new);
                 new
             })
-            .clone()
         });
-        slot.fetch_add(1, Ordering::Relaxed);
+        slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         Inside { slot }
     }
@@ -267,6 +269,8 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
