@@ -137,6 +137,9 @@ pub struct HotConfig {
     pub maxclients: AtomicU64,
     /// `busy-reply-threshold` in ms (see `crate::scripting::gate`).
     pub busy_reply_threshold_ms: AtomicU64,
+    /// `min-replicas-to-write`: keel has no replicas, so while it is above
+    /// 0 every write is refused, as Redis refuses them without enough.
+    pub min_replicas_to_write: AtomicU64,
 }
 
 impl Server {
@@ -200,6 +203,12 @@ impl Server {
     /// Pushes `config`'s settings that live outside [`Config`]. CONFIG SET
     /// calls this while it still holds the configuration's write lock, so
     /// two concurrent changes are applied in the order they were made.
+    /// Whether writes are refused for want of replicas (see
+    /// [`HotConfig::min_replicas_to_write`]).
+    pub fn lacks_replicas(&self) -> bool {
+        self.hot.min_replicas_to_write.load(Ordering::Relaxed) > 0
+    }
+
     pub fn apply(&self, config: &Config) {
         let limits = config.client_output_buffer_limit;
         let settings = [
@@ -227,6 +236,14 @@ impl Server {
                     .get("busy-reply-threshold")
                     .and_then(|ms| ms.parse().ok())
                     .unwrap_or(DEFAULT_BUSY_REPLY_THRESHOLD_MS),
+            ),
+            (
+                &self.hot.min_replicas_to_write,
+                config
+                    .accepted
+                    .get("min-replicas-to-write")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
             ),
         ];
         for (hot, value) in settings {

@@ -29,8 +29,14 @@ local function refuse_write()
 end
 
 local function protect(t, index)
-  local proxy = {}
-  raw_setmetatable(proxy, { __index = index or t, __newindex = refuse_write, __metatable = false })
+  local proxy, mt = {}, { __index = index or t, __newindex = refuse_write }
+  -- getmetatable shows the metatable read-only, as Redis's read-only
+  -- tables show theirs: changing it is refused like any other write.
+  local shown = {}
+  raw_setmetatable(shown, { __index = mt, __newindex = refuse_write, __metatable = false })
+  real_of[shown] = mt
+  mt.__metatable = shown
+  raw_setmetatable(proxy, mt)
   real_of[proxy] = t
   return proxy
 end

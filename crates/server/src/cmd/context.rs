@@ -219,6 +219,9 @@ pub mod errors {
     /// The same while a function runs.
     pub const BUSY_FUNCTION: &str =
         "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+    /// A write while `min-replicas-to-write` asks for more replicas than
+    /// are connected.
+    pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
     /// A string that would exceed proto-max-bulk-len.
     pub const STRING_TOO_LONG: &str =
         "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
@@ -260,6 +263,12 @@ impl<'a> Ctx<'a> {
     /// shows "(redacted)" instead, as Redis does.
     pub fn redact(&mut self, index: usize) {
         self.redacted.push(index);
+    }
+
+    /// Whether a script runs this command (its `redis.call`), as Redis's
+    /// `CLIENT_SCRIPT` flag tells.
+    pub fn from_script(&self) -> bool {
+        std::sync::Arc::ptr_eq(&self.client.handle, &self.server.scripting.client_handle)
     }
 
     /// Marks the reply as pub/sub pushes (subscription confirmations),

@@ -269,6 +269,9 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             None => return reject(ctx, Some(id), errors::OOM.into()),
         }
     }
+    if server.lacks_replicas() && writes(table, ctx.client, spec) {
+        return reject(ctx, Some(id), errors::NOREPLICAS.into());
+    }
     if ctx.client.tx.queued.is_some() && !transaction::runs_inside_multi(spec) {
         transaction::queue(ctx.client, spec, args);
         ctx.w().simple("QUEUED");
@@ -283,6 +286,15 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         let ready = std::mem::take(&mut ctx.client.ready);
         server.blocking.serve(server, ready);
     }
+}
+
+/// Whether a command is a write, or EXEC of a queue holding one.
+fn writes(table: &Table, client: &Client, spec: &Spec) -> bool {
+    let queued_write = || {
+        (client.tx.queued.iter().flatten())
+            .any(|queued| resolve(table, queued).is_ok_and(|id| table.specs[id].has_flag("write")))
+    };
+    spec.has_flag("write") || (spec.name == "exec" && queued_write())
 }
 
 /// Whether a command must wait for the running script: it reaches shards

@@ -146,6 +146,9 @@ impl keel_script::Host for ScriptHost<'_> {
         {
             return Err(format!("-{}", cmd::context::errors::OOM));
         }
+        if writes && !self.wrote && server.lacks_replicas() {
+            return Err(format!("-{}", cmd::context::errors::NOREPLICAS));
+        }
         if writes {
             self.wrote = true;
             server.scripting.gate.note_write();

@@ -500,6 +500,9 @@ impl Session<'_> {
                 .w()
                 .error("ERR Can not execute a script with write flag using *_ro command.");
         }
+        if !compatible && writes && server.lacks_replicas() {
+            return self.w().error(errors::NOREPLICAS);
+        }
         let over_maxmemory = server.make_room(self.now_ms, 0).is_none();
         let allow_oom = !compatible && flags.contains(ScriptFlags::ALLOW_OOM);
         if !compatible && writes && !allow_oom && over_maxmemory {

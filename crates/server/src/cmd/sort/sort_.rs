@@ -7,8 +7,8 @@
 //!
 //! As in Redis's sort.c: a BY pattern without `*` sorts nothing, and a list
 //! or sorted set then keeps its own order (reversed by DESC), except that a
-//! set sorted into STORE is sorted as strings so the result does not
-//! depend on its hash order. Numbers are read with C's `strtod` and one
+//! set sorted into STORE, or for a script, is sorted as strings so the
+//! result does not depend on its hash order. Numbers are read with C's `strtod` and one
 //! that does not read whole fails the command. Elements with equal scores
 //! are ordered as strings; equal ALPHA keys keep the source's order (the
 //! sort is stable, as glibc's qsort is). ALPHA compares strings as C's
@@ -217,6 +217,9 @@ struct Options<'a> {
     /// A BY pattern without `*` was given: nothing is sorted.
     dont_sort: bool,
     gets: Vec<Pattern<'a>>,
+    /// A script runs this SORT: its reply must not depend on a set's
+    /// order, as for STORE.
+    from_script: bool,
 }
 
 /// Parses the options as Redis does: each where it has its arguments, the
@@ -230,6 +233,7 @@ fn options(args: &[Bytes], readonly: bool) -> Result<Options<'_>, Error> {
         by: None,
         dont_sort: false,
         gets: Vec::new(),
+        from_script: false,
     };
     let mut j = 2;
     while j < args.len() {
@@ -305,7 +309,8 @@ fn select<'e>(
     lookup: Lookup<'_, 'e>,
 ) -> Result<Vec<Cow<'e, [u8]>>, Error> {
     let (mut dont_sort, mut alpha, mut by) = (o.dont_sort, o.alpha, o.by.map(Pattern::parse));
-    if dont_sort && o.store.is_some() && matches!(value, Some(ValueRef::Set(_))) {
+    let order_must_not_depend_on_the_set = o.store.is_some() || o.from_script;
+    if dont_sort && order_must_not_depend_on_the_set && matches!(value, Some(ValueRef::Set(_))) {
         (dont_sort, alpha, by) = (false, true, None);
     }
     let len = match value {
@@ -438,7 +443,8 @@ fn convert_sorted_set(ctx: &mut Ctx, key: &[u8]) -> Result<(), Error> {
 }
 
 fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
-    let o = options(args, readonly)?;
+    let mut o = options(args, readonly)?;
+    o.from_script = ctx.from_script();
     let source = &args[1];
     convert_sorted_set(ctx, source)?;
     let reads_keys = (!o.dont_sort && o.by.is_some()) || o.gets.iter().any(Pattern::reads_keys);
