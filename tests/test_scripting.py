@@ -1075,3 +1075,21 @@ def test_lua_maxmemory_bounds_each_lua_state(c, restore_config):
     assert c.call("EVAL", big, "0") == 64 * 1024 * 1024
     assert c.call("FCALL", "big", "0") == 64 * 1024 * 1024
     assert c.call("FUNCTION", "DELETE", "big") == OK
+
+
+def test_errorstats_count_a_script_error_once(c, restore_config):
+    """An error a command replies inside a script is counted once, by the
+    command; the script's reply that carries it is not counted again (INFO
+    errorstats, total_error_replies, commandstats)."""
+    assert c.call("CONFIG", "RESETSTAT") == OK
+    assert c.call("EVAL", "return redis.error_reply('MY_ERR_CODE custom')", "0") == Err("MY_ERR_CODE custom")
+    reply = c.call("EVAL", "return redis.call('select', 99)", "0")
+    assert isinstance(reply, Err) and reply.startswith("ERR DB index is out of range script:"), reply
+    assert isinstance(c.call("EVAL", "return redis.call('nosuchcommand')", "0"), Err)
+    assert isinstance(c.call("INCR"), Err)
+    errors = info(c, "errorstats")
+    assert errors == {"errorstat_ERR": "count=3", "errorstat_MY_ERR_CODE": "count=1"}, errors
+    assert info(c, "stats")["total_error_replies"] == "4"
+    commands = info(c, "commandstats")
+    assert commands["cmdstat_select"].endswith("rejected_calls=0,failed_calls=1")
+    assert commands["cmdstat_eval"].endswith("rejected_calls=0,failed_calls=3")

@@ -105,8 +105,20 @@ pub fn error_text(message: &str) -> String {
 /// Writes a script's return value as the reply. `script_protocol` is the
 /// script's own (`redis.setresp`), which decides how booleans convert.
 /// The tree is walked with a stack of its own, not by recursion, so a
-/// deeply nested table cannot overflow the thread's stack.
-pub fn write_lua(w: &mut Writer, value: &Value, script_protocol: Protocol) {
+/// deeply nested table cannot overflow the thread's stack. True when the
+/// reply is an error table a failed command made (Redis's
+/// `ignore_error_stats_update`): that error was counted already.
+pub fn write_lua(w: &mut Writer, value: &Value, script_protocol: Protocol) -> bool {
+    let counted = match value {
+        Value::Table(t) => {
+            string_field(t, "err").is_some()
+                && matches!(
+                    t.raw_get("ignore_error_stats_update"),
+                    Ok(Value::Boolean(true))
+                )
+        }
+        _ => false,
+    };
     let mut pending = vec![(value.clone(), 0usize)];
     while let Some((value, depth)) = pending.pop() {
         if depth > MAX_REPLY_DEPTH {
@@ -137,6 +149,7 @@ pub fn write_lua(w: &mut Writer, value: &Value, script_protocol: Protocol) {
         };
         pending.extend(children.into_iter().rev().map(|child| (child, depth + 1)));
     }
+    counted
 }
 
 /// A Lua number, whichever way the binding holds it.

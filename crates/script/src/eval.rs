@@ -169,7 +169,9 @@ impl Scripts {
                 .contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
     }
 
-    /// Runs cached script `sha` with `keys` and `args`, writing its reply.
+    /// Runs cached script `sha` with `keys` and `args`, writing its reply;
+    /// true when that is an error a command it ran counted (see
+    /// [`Vm::run`]).
     pub fn run(
         &mut self,
         sha: &str,
@@ -177,14 +179,14 @@ impl Scripts {
         args: &[Bytes],
         host: &mut dyn Host,
         w: &mut Writer,
-    ) {
+    ) -> bool {
         let Some(script) = self.scripts.get(sha) else {
             w.error("NOSCRIPT No matching script. Please use EVAL.");
-            return;
+            return false;
         };
         let function = script.function.clone();
         self.vm
-            .run(&function, sha, Invocation::Eval { keys, args }, host, w);
+            .run(&function, sha, Invocation::Eval { keys, args }, host, w)
     }
 
     /// Limits the Lua heap to `limit` bytes (0: no limit).

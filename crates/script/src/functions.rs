@@ -521,6 +521,8 @@ impl Functions {
 
     /// Runs function `name` with `keys` and `args` (its callback's two
     /// arguments), writing its reply; its errors name it as registered.
+    /// True when the reply is an error a command it ran counted (see
+    /// [`Vm::run`]).
     pub fn run(
         &mut self,
         name: &[u8],
@@ -528,10 +530,10 @@ impl Functions {
         args: &[Bytes],
         host: &mut dyn Host,
         w: &mut Writer,
-    ) {
+    ) -> bool {
         let Some(function) = self.catalog.function(name) else {
             w.error("ERR Function not found");
-            return;
+            return false;
         };
         let callback = function.callback.clone();
         let name = lossy(&function.name).into_owned();
@@ -541,7 +543,7 @@ impl Functions {
             Invocation::Function { keys, args },
             host,
             w,
-        );
+        )
     }
 
     /// FUNCTION DELETE.

@@ -329,7 +329,9 @@ impl Vm {
     }
 
     /// Runs `function` as `name` (the script's sha or the function's name,
-    /// for error messages) and writes its reply to `w`.
+    /// for error messages) and writes its reply to `w`. True when the reply
+    /// is an error a command the script ran replied, and counted already
+    /// (Redis's `ignore_error_stats_update`).
     pub fn run(
         &mut self,
         function: &Function,
@@ -337,7 +339,7 @@ impl Vm {
         invocation: Invocation,
         host: &mut dyn Host,
         w: &mut Writer,
-    ) {
+    ) -> bool {
         self.control.killed.store(false, Ordering::Relaxed);
         let mut call = Call {
             host,
@@ -356,9 +358,16 @@ impl Vm {
             self.watch_for_kill();
         }
         let protocol = call.protocol;
+        let mut counted = false;
         match outcome {
-            Ok((true, value)) => write_lua(w, &value, protocol),
-            Ok((false, Value::Table(err))) => w.error(&failure_message(&err, name)),
+            Ok((true, value)) => counted = write_lua(w, &value, protocol),
+            Ok((false, Value::Table(err))) => {
+                w.error(&failure_message(&err, name));
+                counted = matches!(
+                    err.raw_get("ignore_error_stats_update"),
+                    Ok(Value::Boolean(true))
+                );
+            }
             // Lua 5.1 skips the handler when memory runs out, and frees
             // nothing then: what the script left is collected now, so the
             // next script finds the room.
@@ -383,6 +392,7 @@ impl Vm {
         if self.runs.is_multiple_of(GC_PERIOD) {
             let _ = self.lua.gc_step();
         }
+        counted
     }
 }
 

@@ -10,6 +10,7 @@
 //! histograms.
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -131,6 +132,9 @@ pub fn every_series(table: &Table) -> impl Iterator<Item = (&'static str, Series
 struct Local {
     commands: Box<[[AtomicU64; 4]]>,
     totals: [AtomicU64; 9],
+    /// Error replies by error code (INFO errorstats); a thread's own, so
+    /// counting takes no lock another thread holds.
+    errors: Mutex<BTreeMap<String, u64>>,
     /// Latency histograms, by series index (see [`Stats::series_index`]),
     /// each allocated on its first sample: a thread pays only for the
     /// commands and work it runs.
@@ -147,11 +151,48 @@ const HEAVY_LANE_WAITS: usize = 6;
 const OUTPUT_LIMIT_DISCONNECTIONS: usize = 7;
 const REJECTED_CONNECTIONS: usize = 8;
 
+/// Distinct error codes counted at most, per thread, as Redis bounds its
+/// table: a client inventing codes cannot grow it.
+const MAX_ERROR_CODES: usize = 128;
+
+/// How a command ended, for its statistics.
+#[derive(Debug, Clone, Copy)]
+pub enum Outcome<'a> {
+    Succeeded,
+    /// It replied this error (the reply, without its `-`).
+    Failed(&'a str),
+    /// It replied an error a command it ran counted already (a script's
+    /// `redis.call` failing): its own failure counts, not the error again.
+    FailedCountedElsewhere,
+}
+
+/// The code of an error reply: its first word, as Redis reads it from the
+/// first 32 bytes, or `ERR` when there is none.
+pub fn error_code(reply: &str) -> &str {
+    let head = &reply.as_bytes()[..reply.len().min(32)];
+    match head.iter().position(|&b| b == b' ') {
+        Some(end) if end > 0 => &reply[..end],
+        _ => "ERR",
+    }
+}
+
 impl Local {
+    fn count_error(&self, reply: &str) {
+        bump(&self.totals[ERRORS], 1);
+        let code = error_code(reply);
+        let mut errors = self.errors.lock();
+        if let Some(count) = errors.get_mut(code) {
+            *count += 1;
+        } else if errors.len() < MAX_ERROR_CODES {
+            errors.insert(code.to_string(), 1);
+        }
+    }
+
     fn new(commands: usize) -> Local {
         Local {
             commands: (0..commands).map(|_| Default::default()).collect(),
             totals: Default::default(),
+            errors: Mutex::new(BTreeMap::new()),
             latency: (0..commands + Work::ALL.len())
                 .map(|_| OnceLock::new())
                 .collect(),
@@ -221,27 +262,44 @@ impl Stats {
         })
     }
 
-    /// Records one run of command `id`.
-    pub fn record_call(&self, id: usize, elapsed: Duration, failed: bool) {
+    /// Records one run of command `id`, and the error it replied if it
+    /// failed.
+    pub fn record_call(&self, id: usize, elapsed: Duration, outcome: Outcome) {
         self.local(|l| {
             let c = &l.commands[id];
             bump(&c[0], 1);
             bump(&c[1], elapsed.as_micros() as u64);
-            if failed {
-                bump(&c[3], 1);
-                bump(&l.totals[ERRORS], 1);
+            match outcome {
+                Outcome::Succeeded => {}
+                Outcome::Failed(reply) => {
+                    bump(&c[3], 1);
+                    l.count_error(reply);
+                }
+                Outcome::FailedCountedElsewhere => bump(&c[3], 1),
             }
         });
     }
 
-    /// Records a command refused before running.
-    pub fn record_rejection(&self, id: Option<usize>) {
+    /// Records a command (when there is one) refused before running, with
+    /// the error it was replied.
+    pub fn record_rejection(&self, id: Option<usize>, reply: &str) {
         self.local(|l| {
             if let Some(id) = id {
                 bump(&l.commands[id][2], 1);
             }
-            bump(&l.totals[ERRORS], 1);
+            l.count_error(reply);
         });
+    }
+
+    /// INFO errorstats: error replies by error code.
+    pub fn errors(&self) -> BTreeMap<String, u64> {
+        let mut sum = BTreeMap::new();
+        for local in self.threads.lock().iter() {
+            for (code, count) in local.errors.lock().iter() {
+                *sum.entry(code.clone()).or_insert(0) += count;
+            }
+        }
+        sum
     }
 
     /// Records a keyspace lookup.
@@ -400,6 +458,7 @@ impl Stats {
                 .totals
                 .iter()
                 .for_each(|a| a.store(0, Ordering::Relaxed));
+            local.errors.lock().clear();
             local
                 .latency
                 .iter()
@@ -424,10 +483,11 @@ mod tests {
                 let stats = stats.clone();
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        stats.record_call(1, Duration::from_micros(2), false);
+                        stats.record_call(1, Duration::from_micros(2), Outcome::Succeeded);
                         stats.count_lookup(true);
                     }
-                    stats.record_call(2, Duration::ZERO, true);
+                    stats.record_call(2, Duration::ZERO, Outcome::Failed("WRONGTYPE Operation"));
+                    stats.record_rejection(None, "unknown command");
                 })
             })
             .collect();
@@ -437,9 +497,14 @@ mod tests {
         assert_eq!(commands[1].usec, 8000);
         assert_eq!(commands[2].failed_calls, 4);
         let totals = stats.totals();
+        let errors: Vec<(String, u64)> = stats.errors().into_iter().collect();
+        assert_eq!(
+            errors,
+            [("ERR".to_string(), 4), ("WRONGTYPE".to_string(), 4)]
+        );
         assert_eq!(
             (totals.commands, totals.keyspace_hits, totals.error_replies),
-            (4004, 4000, 4)
+            (4004, 4000, 8)
         );
         stats.reset();
         assert_eq!(stats.totals().commands, 0);

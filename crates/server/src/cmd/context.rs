@@ -256,6 +256,10 @@ pub struct Ctx<'a> {
     /// Set by [`Ctx::pushes`]: the reply is pushes, sent under CLIENT
     /// REPLY OFF.
     pub(super) pushed: bool,
+    /// Set when the error this command replies is one a command it ran
+    /// counted already (a script's failed `redis.call`): its own failure
+    /// counts, not the error again.
+    pub(super) error_counted_elsewhere: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -267,7 +271,7 @@ impl<'a> Ctx<'a> {
 
     /// Whether a script runs this command (its `redis.call`), as Redis's
     /// `CLIENT_SCRIPT` flag tells.
-    pub fn from_script(&self) -> bool {
+    pub fn run_by_script(&self) -> bool {
         std::sync::Arc::ptr_eq(&self.client.handle, &self.server.scripting.client_handle)
     }
 

@@ -16,6 +16,7 @@ use super::registry::Table;
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::eviction::Room;
 use crate::server::Server;
+use crate::stats::Outcome;
 
 /// Formats the unknown-command error exactly as Redis 7 does: the name
 /// cut at 128 bytes and the first arguments quoted until 128 bytes, each
@@ -82,8 +83,9 @@ pub(super) fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<us
 pub enum Lookup {
     /// The command (or subcommand) and its spec.
     Found(usize, &'static Spec),
-    /// A command called with a number of arguments its arity refuses.
-    WrongArity,
+    /// Command (or subcommand) `id`, called with a number of arguments its
+    /// arity refuses.
+    WrongArity(usize),
     /// No such command, or no such subcommand.
     Unknown,
 }
@@ -93,8 +95,8 @@ pub enum Lookup {
 pub fn lookup(table: &Table, args: &[Bytes]) -> Lookup {
     match resolve(table, args) {
         Ok(id) => Lookup::Found(id, table.specs[id]),
-        Err((Some(_), err)) if err.0.starts_with("ERR wrong number of arguments") => {
-            Lookup::WrongArity
+        Err((Some(id), err)) if err.0.starts_with("ERR wrong number of arguments") => {
+            Lookup::WrongArity(id)
         }
         Err(_) => Lookup::Unknown,
     }
@@ -123,6 +125,7 @@ pub fn call_nested(
         room_made: 0,
         room_needed: None,
         pushed: false,
+        error_counted_elsewhere: false,
     };
     call(&mut ctx, id, args);
     ctx.room.end();
@@ -165,6 +168,7 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         room_made: 0,
         room_needed: None,
         pushed: false,
+        error_counted_elsewhere: false,
     };
     dispatch(&mut ctx, args, reply_start);
     // CLIENT REPLY OFF or SKIP: the reply is dropped, errors included, as
@@ -323,6 +327,16 @@ fn runs_script(table: &Table, args: &[Bytes]) -> bool {
     resolve(table, args).is_ok_and(|id| table.specs[id].group == "scripting")
 }
 
+/// The error a reply is, without its `-`: `None` for any other reply.
+pub fn error_replied(reply: &[u8]) -> Option<String> {
+    let line = reply.strip_prefix(b"-")?;
+    let end = line
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .unwrap_or(line.len());
+    Some(String::from_utf8_lossy(&line[..end]).into_owned())
+}
+
 /// Replies up to this long never ask the client budget for room: a
 /// command's usual reply costs no atomic operation, and each running
 /// command (one per thread) may hold this much outside the budget.
@@ -395,12 +409,16 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     let started = Instant::now();
     let result = run_with_room(ctx, spec, args, reply_start);
     let mut elapsed = started.elapsed();
-    let failed = match result {
-        Ok(()) => ctx.out.get(reply_start) == Some(&b'-'),
-        Err(Error(msg)) => {
-            ctx.w().error(&msg);
-            true
+    if let Err(Error(msg)) = result {
+        ctx.w().error(&msg);
+    }
+    let error = error_replied(&ctx.out[reply_start..]);
+    let outcome = match error {
+        Some(_) if std::mem::take(&mut ctx.error_counted_elsewhere) => {
+            Outcome::FailedCountedElsewhere
         }
+        Some(ref reply) => Outcome::Failed(reply),
+        None => Outcome::Succeeded,
     };
     // What this command (not one before it in the same EXEC) asked the
     // connection to do after its reply.
@@ -430,11 +448,11 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
                 elapsed,
             });
             if !scripted {
-                server.stats.record_call(id, elapsed, failed);
+                server.stats.record_call(id, elapsed, outcome);
             }
         }
         None => {
-            server.stats.record_call(id, elapsed, failed);
+            server.stats.record_call(id, elapsed, outcome);
             record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed);
         }
     }
@@ -531,16 +549,16 @@ impl Execution {
         self.args.iter().map(Bytes::len).sum()
     }
 
-    /// Records a script command's whole run, which took `elapsed`: its
-    /// statistics, latency and slow log entry.
+    /// Records a script command's whole run, which took `elapsed` and
+    /// ended as `outcome`: its statistics, latency and slow log entry.
     pub fn record_run(
         self,
         server: &Server,
         client: &ClientHandle,
         elapsed: Duration,
-        failed: bool,
+        outcome: Outcome,
     ) {
-        server.stats.record_call(self.id, elapsed, failed);
+        server.stats.record_call(self.id, elapsed, outcome);
         record_execution(server, client, self.id, &self.args, &[], elapsed);
     }
 
@@ -569,7 +587,7 @@ fn reject(ctx: &mut Ctx, id: Option<usize>, err: Error) {
         }
         None => ctx.w().error(&err.0),
     }
-    ctx.server.stats.record_rejection(id);
+    ctx.server.stats.record_rejection(id, &err.0);
 }
 
 #[cfg(test)]

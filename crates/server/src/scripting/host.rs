@@ -88,6 +88,19 @@ impl<'s> ScriptHost<'s> {
         }
     }
 
+    /// A command refused before it ran, as Redis's `scriptCall` counts
+    /// it: a rejected call of that command (when there is one) and an
+    /// error reply. `message` is worded for the script (see
+    /// `keel_script::Host::call`).
+    fn refuse(&self, id: Option<usize>, message: &str) -> String {
+        let reply = match message.strip_prefix('-') {
+            Some(coded) => coded.to_string(),
+            None => format!("ERR {message}"),
+        };
+        self.server.stats.record_rejection(id, &reply);
+        message.to_string()
+    }
+
     /// Makes sure the script holds the shards `args` reaches, claiming and
     /// taking those it does not (a key it did not declare).
     fn hold_shards_of(&mut self, spec: &cmd::context::Spec, args: &[Bytes]) {
@@ -126,28 +139,34 @@ impl keel_script::Host for ScriptHost<'_> {
         let server = self.server;
         let (id, spec) = match cmd::lookup(&server.commands, &args) {
             Lookup::Found(id, spec) => (id, spec),
-            Lookup::WrongArity => {
-                return Err("Wrong number of args calling Redis command from script".into())
+            Lookup::WrongArity(id) => {
+                let arity = "Wrong number of args calling Redis command from script";
+                return Err(self.refuse(Some(id), arity));
             }
-            Lookup::Unknown => return Err("Unknown Redis command called from script".into()),
+            Lookup::Unknown => {
+                return Err(self.refuse(None, "Unknown Redis command called from script"))
+            }
         };
         if spec.has_flag("noscript") {
-            return Err("This Redis command is not allowed from script".into());
+            return Err(self.refuse(Some(id), "This Redis command is not allowed from script"));
         }
         let writes = spec.has_flag("write");
         let top = spec.name.split('|').next().unwrap_or(spec.name);
         if self.limits.read_only && (writes || crate::pause::MAY_REPLICATE.contains(&top)) {
-            return Err("Write commands are not allowed from read-only scripts.".into());
+            return Err(self.refuse(
+                Some(id),
+                "Write commands are not allowed from read-only scripts.",
+            ));
         }
         if self.limits.over_maxmemory
             && !self.limits.allow_oom
             && !self.wrote
             && spec.has_flag("denyoom")
         {
-            return Err(format!("-{}", cmd::context::errors::OOM));
+            return Err(self.refuse(Some(id), &format!("-{}", cmd::context::errors::OOM)));
         }
         if writes && !self.wrote && server.lacks_replicas() {
-            return Err(format!("-{}", cmd::context::errors::NOREPLICAS));
+            return Err(self.refuse(Some(id), &format!("-{}", cmd::context::errors::NOREPLICAS)));
         }
         if writes {
             self.wrote = true;

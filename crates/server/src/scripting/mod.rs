@@ -52,6 +52,7 @@ use crate::cmd::context::errors;
 use crate::cmd::context::scripting::keys_and_args;
 use crate::cmd::Execution;
 use crate::server::Server;
+use crate::stats::Outcome;
 use gate::{Gate, Kind};
 use host::ScriptHost;
 
@@ -315,10 +316,12 @@ impl Job {
             now_ms: crate::server::unix_ms(),
             inside_exec: false,
             ready: Vec::new(),
+            error_counted_elsewhere: false,
         };
         (self.work)(&mut session);
         server.scripting.note_memory(&session.engines());
         let ready = std::mem::take(&mut session.ready);
+        let session_error_counted = session.error_counted_elsewhere;
         if !ready.is_empty() {
             server.blocking.serve(server, ready);
         }
@@ -327,8 +330,13 @@ impl Job {
             server.blocking.serve(server, deferred);
         }
         if let Some(execution) = self.execution {
-            let failed = out.first() == Some(&b'-');
-            execution.record_run(server, &self.client, started.elapsed(), failed);
+            let error = crate::cmd::dispatch::error_replied(&out);
+            let outcome = match &error {
+                Some(_) if session_error_counted => Outcome::FailedCountedElsewhere,
+                Some(reply) => Outcome::Failed(reply),
+                None => Outcome::Succeeded,
+            };
+            execution.record_run(server, &self.client, started.elapsed(), outcome);
         }
         let _ = self.reply.send(out);
     }
@@ -357,7 +365,13 @@ pub fn submit(server: &Server, mut job: Job) -> Option<Waiting> {
 
 /// Runs `job` where it is (inside EXEC, on the worker), appending its
 /// reply to `out`; the blocked clients its writes unblocked join `ready`.
-pub fn run_here(server: &Server, job: Job, out: &mut BytesMut, ready: &mut Vec<(usize, Bytes)>) {
+/// True when the reply is an error a command the script ran counted.
+pub fn run_here(
+    server: &Server,
+    job: Job,
+    out: &mut BytesMut,
+    ready: &mut Vec<(usize, Bytes)>,
+) -> bool {
     let mut session = Session {
         server,
         out,
@@ -366,10 +380,12 @@ pub fn run_here(server: &Server, job: Job, out: &mut BytesMut, ready: &mut Vec<(
         now_ms: crate::server::unix_ms(),
         inside_exec: true,
         ready: Vec::new(),
+        error_counted_elsewhere: false,
     };
     (job.work)(&mut session);
     server.scripting.note_memory(&session.engines());
     ready.append(&mut session.ready);
+    session.error_counted_elsewhere
 }
 
 /// What a script source names: a body to compile, or a cached SHA1.
@@ -389,6 +405,8 @@ pub struct Session<'a> {
     inside_exec: bool,
     /// Keys the script's writes may have made ready for blocked clients.
     ready: Vec<(usize, Bytes)>,
+    /// The reply is an error a command the script ran counted already.
+    error_counted_elsewhere: bool,
 }
 
 impl Session<'_> {
@@ -490,7 +508,7 @@ impl Session<'_> {
         flags: ScriptFlags,
         read_only: bool,
         keys: &[Bytes],
-        body: impl FnOnce(&mut Engines, &mut ScriptHost, &mut Writer),
+        body: impl FnOnce(&mut Engines, &mut ScriptHost, &mut Writer) -> bool,
     ) {
         let server = self.server;
         let compatible = flags.contains(ScriptFlags::EVAL_COMPAT_MODE);
@@ -536,7 +554,7 @@ impl Session<'_> {
             },
         );
         let mut w = Writer::new(self.out, self.protocol);
-        body(&mut server.scripting.engines(), &mut host, &mut w);
+        self.error_counted_elsewhere = body(&mut server.scripting.engines(), &mut host, &mut w);
         let ended = host.end();
         if !self.inside_exec {
             gate.end();

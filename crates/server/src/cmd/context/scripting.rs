@@ -20,7 +20,9 @@ impl Ctx<'_> {
             self.client.handle.clone(),
         );
         if self.client.tx.executing {
-            crate::scripting::run_here(self.server, job, self.out, &mut self.client.ready);
+            let ready = &mut self.client.ready;
+            self.error_counted_elsewhere =
+                crate::scripting::run_here(self.server, job, self.out, ready);
         } else {
             self.client.after_reply = Some(AfterReply::Script(job));
         }

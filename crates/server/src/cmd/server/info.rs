@@ -38,6 +38,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("replication", true),
     ("cpu", true),
     ("modules", true),
+    ("errorstats", true),
     ("commandstats", false),
     ("latencystats", false),
     ("cluster", true),
@@ -324,6 +325,11 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             let (user, sys) = crate::memory::cpu_seconds();
             put("used_cpu_sys", format!("{sys:.6}"));
             put("used_cpu_user", format!("{user:.6}"));
+        }
+        "errorstats" => {
+            for (code, count) in server.stats.errors() {
+                put(&format!("errorstat_{code}"), format!("count={count}"));
+            }
         }
         "cluster" => put("cluster_enabled", "0".into()),
         "keyspace" => {

@@ -444,7 +444,7 @@ fn convert_sorted_set(ctx: &mut Ctx, key: &[u8]) -> Result<(), Error> {
 
 fn sort(ctx: &mut Ctx, args: &[Bytes], readonly: bool) -> Result<(), Error> {
     let mut o = options(args, readonly)?;
-    o.from_script = ctx.from_script();
+    o.from_script = ctx.run_by_script();
     let source = &args[1];
     convert_sorted_set(ctx, source)?;
     let reads_keys = (!o.dont_sort && o.by.is_some()) || o.gets.iter().any(Pattern::reads_keys);
