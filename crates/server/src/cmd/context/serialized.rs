@@ -9,9 +9,13 @@ use keel_store::{End, Hash, Limits, List, Set, Str, Value, ValueRef, ZSet};
 use super::{Ctx, Error};
 
 /// The DUMP payload of `value`, laid out as Redis 7.0 would with the
-/// server's thresholds.
-pub fn dump_payload(ctx: &Ctx, value: ValueRef<'_>) -> Vec<u8> {
-    keel_rdb::dump(&plain(value), &thresholds(&super::collection::limits(ctx)))
+/// server's thresholds. Streams have no payload yet: an error says so.
+pub fn dump_payload(ctx: &Ctx, value: ValueRef<'_>) -> Result<Vec<u8>, Error> {
+    let plain = plain(value).ok_or("ERR DUMP of stream values is not supported yet")?;
+    Ok(keel_rdb::dump(
+        &plain,
+        &thresholds(&super::collection::limits(ctx)),
+    ))
 }
 
 /// The value a DUMP payload holds, with Redis's errors for a payload it
@@ -44,9 +48,10 @@ fn thresholds(limits: &Limits) -> Thresholds {
     }
 }
 
-/// A stored value as a plain one (sorted sets in rank order).
-fn plain(value: ValueRef<'_>) -> Plain {
-    match value {
+/// A stored value as a plain one (sorted sets in rank order); `None` for
+/// a stream, which the RDB crate does not encode yet.
+fn plain(value: ValueRef<'_>) -> Option<Plain> {
+    Some(match value {
         ValueRef::Str(s) => Plain::String(s.to_bytes().into_owned()),
         ValueRef::List(list) => Plain::List(list.iter().map(<[u8]>::to_vec).collect()),
         ValueRef::Set(set) => Plain::Set(set.iter().map(|m| m.into_owned()).collect()),
@@ -58,7 +63,8 @@ fn plain(value: ValueRef<'_>) -> Plain {
                 .map(|(m, s)| (m.into_owned(), s))
                 .collect(),
         ),
-    }
+        ValueRef::Stream(_) => return None,
+    })
 }
 
 /// A plain value as stored, built as the commands that write each type

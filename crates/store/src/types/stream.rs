@@ -1,0 +1,866 @@
+//! Streams: an append-only log of entries keyed by ever-growing IDs, with
+//! consumer groups that track delivery and acknowledgement.
+//!
+//! Representation. Entries live in a `BTreeMap` from [`StreamId`] to the
+//! entry's fields and values, packed in one [`Listpack`] (one allocation
+//! per entry). The map gives O(log n) lookup by ID, ordered range scans
+//! both ways (XRANGE, XREVRANGE, XREAD) and O(log n) deletion anywhere
+//! (XDEL, trimming), which is what the commands need.
+//!
+//! Redis keeps entries differently: a radix tree of listpack "nodes" of up
+//! to `stream-node-max-entries` entries (and `stream-node-max-bytes`
+//! bytes), IDs delta-encoded against the node's first ID and field names
+//! shared with the node's first entry. That is more compact (a few bytes
+//! per entry of overhead against a map slot and an allocation here), but
+//! it is observable: approximate trimming (`MAXLEN ~`, `MINID ~`) only
+//! drops whole nodes, and `XINFO STREAM` reports the node count. So keel
+//! keeps, beside the map, the *shape* Redis's nodes would have — each
+//! node's first ID, its live and deleted entry counts, and its byte size as
+//! Redis's listpack encoding would lay it out ([`lp_element_bytes`]) —
+//! without storing the bytes themselves. Approximate trimming then removes
+//! exactly the entries Redis would, and the trade-off is memory: keel pays
+//! a map slot and an allocation per entry, in exchange for simple code and
+//! cheap deletion in the middle of the stream.
+//!
+//! Consumer groups are kept as Redis keeps them: a map by name (XINFO
+//! GROUPS lists them in name order), each with its last delivered ID, its
+//! logical read counter (`entries_read`, for the lag), its pending entries
+//! list (PEL: ID → owner, delivery time, delivery count) and its consumers
+//! (name → last seen time and their own PEL, a set of IDs).
+//!
+//! Memory is accounted as for the other types: a running count of heap
+//! bytes (`heap`), updated by every change with the same cost function
+//! that added an item, so [`Stream::heap_bytes`] is O(1) and exact with
+//! respect to its own estimate of map slots.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::Listpack;
+use crate::size_class::allocated;
+use crate::value::parse_canonical_i64;
+
+/// A stream entry ID: milliseconds and a sequence number, ordered as
+/// Redis orders them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct StreamId {
+    /// The milliseconds part.
+    pub ms: u64,
+    /// The sequence part.
+    pub seq: u64,
+}
+
+impl StreamId {
+    /// The smallest ID, 0-0.
+    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
+    /// The largest ID.
+    pub const MAX: StreamId = StreamId {
+        ms: u64::MAX,
+        seq: u64::MAX,
+    };
+
+    /// The ID right after this one, `None` past the largest.
+    pub fn next(self) -> Option<StreamId> {
+        match self.seq.checked_add(1) {
+            Some(seq) => Some(StreamId { ms: self.ms, seq }),
+            None => Some(StreamId {
+                ms: self.ms.checked_add(1)?,
+                seq: 0,
+            }),
+        }
+    }
+
+    /// The ID right before this one, `None` before the smallest.
+    pub fn prev(self) -> Option<StreamId> {
+        match self.seq.checked_sub(1) {
+            Some(seq) => Some(StreamId { ms: self.ms, seq }),
+            None => Some(StreamId {
+                ms: self.ms.checked_sub(1)?,
+                seq: u64::MAX,
+            }),
+        }
+    }
+
+    /// True for 0-0.
+    pub fn is_zero(self) -> bool {
+        self == StreamId::MIN
+    }
+}
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// Redis's "invalid" logical read counter of a group.
+pub const INVALID_ENTRIES_READ: i64 = -1;
+
+/// The shape Redis would give one listpack node (see the module comment).
+#[derive(Debug, Clone, PartialEq)]
+struct Node {
+    /// Live entries.
+    live: u64,
+    /// Entries flagged deleted, still taking room.
+    deleted: u64,
+    /// The master entry's field names: entries with the same fields do not
+    /// repeat them.
+    master_fields: Listpack,
+    /// Bytes of the entries after the master entry.
+    entry_bytes: usize,
+    /// The last ID appended to the node, deleted or not.
+    last: StreamId,
+}
+
+impl Node {
+    /// The node's listpack size, as Redis's `lpBytes`: header, master
+    /// entry (count, deleted, field count, fields, terminator), entries,
+    /// end byte.
+    fn bytes(&self) -> usize {
+        const HEADER_AND_END: usize = 7;
+        HEADER_AND_END
+            + lp_int_bytes(self.live as i64)
+            + lp_int_bytes(self.deleted as i64)
+            + lp_int_bytes(self.master_fields.len() as i64)
+            + self
+                .master_fields
+                .iter()
+                .map(lp_element_bytes)
+                .sum::<usize>()
+            + lp_int_bytes(0)
+            + self.entry_bytes
+    }
+}
+
+/// Bytes of a listpack element's back-length for an element of `len` bytes.
+fn lp_backlen_bytes(len: usize) -> usize {
+    match len {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
+        _ => 5,
+    }
+}
+
+/// Bytes of an integer element in a listpack.
+fn lp_int_bytes(n: i64) -> usize {
+    let encoded = match n {
+        0..=127 => 1,
+        -4096..=4095 => 2,
+        -32768..=32767 => 3,
+        -8388608..=8388607 => 4,
+        -2147483648..=2147483647 => 5,
+        _ => 9,
+    };
+    encoded + lp_backlen_bytes(encoded)
+}
+
+/// Bytes of an element in a listpack, which stores canonical integers as
+/// integers, as Redis's `lpAppend` does.
+pub fn lp_element_bytes(s: &[u8]) -> usize {
+    if let Some(n) = parse_canonical_i64(s) {
+        return lp_int_bytes(n);
+    }
+    let encoded = match s.len() {
+        0..=63 => 1 + s.len(),
+        64..=4095 => 2 + s.len(),
+        _ => 5 + s.len(),
+    };
+    encoded + lp_backlen_bytes(encoded)
+}
+
+/// The node-size thresholds (`stream-node-max-bytes`, `-entries`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLimits {
+    /// Most bytes of a node; 0 is Redis's 1 GB cap.
+    pub max_bytes: usize,
+    /// Most entries (live and deleted) of a node; 0 for no limit.
+    pub max_entries: usize,
+}
+
+impl Default for NodeLimits {
+    fn default() -> Self {
+        NodeLimits {
+            max_bytes: 4096,
+            max_entries: 100,
+        }
+    }
+}
+
+/// Redis's `STREAM_LISTPACK_MAX_SIZE`: the most bytes of a node whatever
+/// the configuration, and of one entry's fields and values.
+pub const NODE_MAX_SIZE: usize = 1 << 30;
+
+/// An entry waiting for acknowledgement in a group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    /// The consumer it was delivered to.
+    pub consumer: Box<[u8]>,
+    /// Unix ms of the last delivery.
+    pub delivery_time: i64,
+    /// How many times it was delivered.
+    pub delivery_count: u64,
+}
+
+/// A consumer of a group.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Consumer {
+    /// Unix ms the consumer was last active.
+    pub seen_time: i64,
+    /// The IDs pending for it.
+    pub pending: BTreeSet<StreamId>,
+}
+
+/// A consumer group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The last ID delivered to its consumers.
+    pub last_id: StreamId,
+    /// Logical read counter, or [`INVALID_ENTRIES_READ`].
+    pub entries_read: i64,
+    /// Pending entries list.
+    pub pending: BTreeMap<StreamId, Pending>,
+    /// Consumers by name.
+    pub consumers: BTreeMap<Box<[u8]>, Consumer>,
+}
+
+/// What a trim removes: entries beyond a count, or below an ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimTo {
+    /// Keep at most this many entries (MAXLEN).
+    MaxLen(u64),
+    /// Remove entries with a smaller ID (MINID).
+    MinId(StreamId),
+}
+
+/// A trim request, as XADD and XTRIM parse it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trim {
+    /// What to remove.
+    pub to: TrimTo,
+    /// `~`: only whole nodes, as Redis does.
+    pub approx: bool,
+    /// Most entries removed (approximate trims only); 0 for no limit.
+    pub limit: u64,
+}
+
+/// Estimated bytes a map slot costs beyond its key and value (amortised
+/// B-tree node space).
+const SLOT_OVERHEAD: usize = 16;
+
+fn entry_cost(fields: &Listpack) -> usize {
+    SLOT_OVERHEAD
+        + std::mem::size_of::<(StreamId, Listpack)>()
+        + allocated(fields.heap_bytes())
+}
+
+fn node_cost(node: &Node) -> usize {
+    SLOT_OVERHEAD
+        + std::mem::size_of::<(StreamId, Node)>()
+        + allocated(node.master_fields.heap_bytes())
+}
+
+fn name_cost(name: &[u8]) -> usize {
+    allocated(name.len())
+}
+
+fn pending_cost(pending: &Pending) -> usize {
+    // The group's PEL slot and the consumer's set slot.
+    2 * SLOT_OVERHEAD
+        + std::mem::size_of::<(StreamId, Pending)>()
+        + std::mem::size_of::<StreamId>()
+        + name_cost(&pending.consumer)
+}
+
+fn consumer_cost(name: &[u8]) -> usize {
+    SLOT_OVERHEAD + std::mem::size_of::<(Box<[u8]>, Consumer)>() + name_cost(name)
+}
+
+fn group_cost(name: &[u8]) -> usize {
+    SLOT_OVERHEAD + std::mem::size_of::<(Box<[u8]>, Group)>() + name_cost(name)
+}
+
+/// A stream value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Stream {
+    entries: BTreeMap<StreamId, Listpack>,
+    nodes: BTreeMap<StreamId, Node>,
+    last_id: StreamId,
+    max_deleted_id: StreamId,
+    entries_added: u64,
+    groups: BTreeMap<Box<[u8]>, Group>,
+    heap: usize,
+}
+
+impl Stream {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the stream has no entry (it is kept all the same).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Heap bytes owned.
+    pub fn heap_bytes(&self) -> usize {
+        self.heap
+    }
+
+    /// The last ID ever added (or set by XSETID).
+    pub fn last_id(&self) -> StreamId {
+        self.last_id
+    }
+
+    /// The first entry's ID, 0-0 when empty.
+    pub fn first_id(&self) -> StreamId {
+        self.entries.keys().next().copied().unwrap_or_default()
+    }
+
+    /// The largest ID ever deleted (XDEL, XSETID).
+    pub fn max_deleted_id(&self) -> StreamId {
+        self.max_deleted_id
+    }
+
+    /// How many entries were ever added.
+    pub fn entries_added(&self) -> u64 {
+        self.entries_added
+    }
+
+    /// Number of nodes Redis would have (XINFO's `radix-tree-keys`).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Sets the stream's IDs and counter, as XSETID does (it validated them).
+    pub fn set_meta(
+        &mut self,
+        last_id: StreamId,
+        entries_added: Option<u64>,
+        max_deleted: Option<StreamId>,
+    ) {
+        self.last_id = last_id;
+        if let Some(added) = entries_added {
+            self.entries_added = added;
+        }
+        if let Some(deleted) = max_deleted {
+            self.max_deleted_id = deleted;
+        }
+    }
+
+    /// The ID `*` stands for at `now_ms`, `None` once the last possible ID
+    /// was used.
+    pub fn next_auto_id(&self, now_ms: u64) -> Option<StreamId> {
+        if now_ms > self.last_id.ms {
+            Some(StreamId { ms: now_ms, seq: 0 })
+        } else {
+            self.last_id.next()
+        }
+    }
+
+    /// Appends an entry; `id` must be greater than [`Stream::last_id`] and
+    /// `fields` alternate names and values.
+    pub fn append(&mut self, id: StreamId, fields: &[&[u8]], limits: NodeLimits) {
+        let names: Vec<&[u8]> = fields.iter().step_by(2).copied().collect();
+        let raw_len: usize = fields.iter().map(|f| f.len()).sum();
+        let max_bytes = match limits.max_bytes {
+            0 => NODE_MAX_SIZE,
+            n => n.min(NODE_MAX_SIZE),
+        };
+        let fits = self.nodes.values().next_back().is_some_and(|node| {
+            node.bytes() + raw_len < max_bytes
+                && (limits.max_entries == 0
+                    || node.live + node.deleted < limits.max_entries as u64)
+        });
+        if !fits {
+            let mut master_fields = Listpack::new();
+            master_fields.push(&names);
+            let node = Node {
+                live: 0,
+                deleted: 0,
+                master_fields,
+                entry_bytes: 0,
+                last: id,
+            };
+            self.heap += node_cost(&node);
+            self.nodes.insert(id, node);
+        }
+        let Some((&master, node)) = self.nodes.iter_mut().next_back() else {
+            unreachable!("a node was just ensured");
+        };
+        let same_fields = node.master_fields.iter().eq(names.iter().copied());
+        let mut bytes = lp_int_bytes(if same_fields { 2 } else { 0 })
+            + lp_int_bytes(id.ms.wrapping_sub(master.ms) as i64)
+            + lp_int_bytes(id.seq.wrapping_sub(master.seq) as i64);
+        let lp_count = if same_fields {
+            names.len() + 3
+        } else {
+            bytes += lp_int_bytes(names.len() as i64);
+            2 * names.len() + 4
+        };
+        bytes += fields
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !same_fields || i % 2 == 1)
+            .map(|(_, f)| lp_element_bytes(f))
+            .sum::<usize>();
+        bytes += lp_int_bytes(lp_count as i64);
+        node.entry_bytes += bytes;
+        node.live += 1;
+        node.last = id;
+        let mut pack = Listpack::new();
+        pack.push(fields);
+        self.heap += entry_cost(&pack);
+        self.entries.insert(id, pack);
+        self.last_id = id;
+        self.entries_added += 1;
+    }
+
+    /// The entry `id`'s fields and values, alternating.
+    pub fn get(&self, id: StreamId) -> Option<&Listpack> {
+        self.entries.get(&id)
+    }
+
+    /// Entries with IDs in `start..=end`, in order (reverse them for
+    /// XREVRANGE).
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl DoubleEndedIterator<Item = (StreamId, &Listpack)> {
+        let range = (start <= end).then_some(start..=end);
+        range
+            .into_iter()
+            .flat_map(move |r| self.entries.range(r))
+            .map(|(id, fields)| (*id, fields))
+    }
+
+    /// Removes entry `id` as XDEL does (its node shrinks); true if it was
+    /// there. The largest deleted ID is remembered for the lag.
+    pub fn delete(&mut self, id: StreamId) -> bool {
+        if !self.remove_entry(id) {
+            return false;
+        }
+        if id > self.max_deleted_id {
+            self.max_deleted_id = id;
+        }
+        true
+    }
+
+    /// Removes entry `id` and flags it deleted in its node, dropping the
+    /// node once nothing live is left in it.
+    fn remove_entry(&mut self, id: StreamId) -> bool {
+        let Some(fields) = self.entries.remove(&id) else {
+            return false;
+        };
+        self.heap -= entry_cost(&fields);
+        if let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() {
+            node.live -= 1;
+            node.deleted += 1;
+            if node.live == 0 {
+                self.remove_node(master);
+            }
+        }
+        true
+    }
+
+    fn remove_node(&mut self, master: StreamId) {
+        if let Some(node) = self.nodes.remove(&master) {
+            self.heap -= node_cost(&node);
+        }
+    }
+
+    /// Trims as XTRIM and XADD's trimming options do; returns the entries
+    /// removed. Approximate trims remove only whole nodes, and at most
+    /// `limit` entries; exact ones remove entries one by one from the
+    /// first node left.
+    pub fn trim(&mut self, trim: Trim) -> u64 {
+        let mut removed = 0u64;
+        while let Some((&master, node)) = self.nodes.iter().next() {
+            let whole = match trim.to {
+                TrimTo::MaxLen(max) => self.entries.len() as u64 - node.live >= max,
+                TrimTo::MinId(min) => node.last < min,
+            };
+            if !whole {
+                if trim.approx {
+                    break;
+                }
+                removed += self.trim_within_node(trim.to);
+                break;
+            }
+            if trim.limit != 0 && removed + node.live > trim.limit {
+                break;
+            }
+            removed += node.live;
+            let end = self
+                .nodes
+                .range(master..)
+                .nth(1)
+                .map(|(next, _)| *next)
+                .and_then(StreamId::prev)
+                .unwrap_or(StreamId::MAX);
+            let ids: Vec<StreamId> = self.entries.range(master..=end).map(|(id, _)| *id).collect();
+            for id in ids {
+                if let Some(fields) = self.entries.remove(&id) {
+                    self.heap -= entry_cost(&fields);
+                }
+            }
+            self.remove_node(master);
+        }
+        removed
+    }
+
+    /// An exact trim's removal of single entries from the first node.
+    fn trim_within_node(&mut self, to: TrimTo) -> u64 {
+        let mut removed = 0;
+        while let Some(&first) = self.entries.keys().next() {
+            let remove = match to {
+                TrimTo::MaxLen(max) => self.entries.len() as u64 > max,
+                TrimTo::MinId(min) => first < min,
+            };
+            if !remove {
+                break;
+            }
+            self.remove_entry(first);
+            removed += 1;
+        }
+        removed
+    }
+
+    /// The consumer groups, by name.
+    pub fn groups(&self) -> &BTreeMap<Box<[u8]>, Group> {
+        &self.groups
+    }
+
+    /// The group `name`.
+    pub fn group(&self, name: &[u8]) -> Option<&Group> {
+        self.groups.get(name)
+    }
+
+    /// Creates group `name` at `last_id`; false if it exists.
+    pub fn create_group(&mut self, name: &[u8], last_id: StreamId, entries_read: i64) -> bool {
+        if self.groups.contains_key(name) {
+            return false;
+        }
+        self.heap += group_cost(name);
+        let group = Group {
+            last_id,
+            entries_read,
+            pending: BTreeMap::new(),
+            consumers: BTreeMap::new(),
+        };
+        self.groups.insert(name.into(), group);
+        true
+    }
+
+    /// Destroys group `name`; false if it did not exist.
+    pub fn destroy_group(&mut self, name: &[u8]) -> bool {
+        let Some(group) = self.groups.remove(name) else {
+            return false;
+        };
+        self.heap -= group_cost(name);
+        for pending in group.pending.values() {
+            self.heap -= pending_cost(pending);
+        }
+        for consumer in group.consumers.keys() {
+            self.heap -= consumer_cost(consumer);
+        }
+        true
+    }
+
+    /// Sets group `name`'s last delivered ID and read counter (XGROUP
+    /// SETID); false if there is no such group.
+    pub fn set_group_id(&mut self, name: &[u8], last_id: StreamId, entries_read: i64) -> bool {
+        let Some(group) = self.groups.get_mut(name) else {
+            return false;
+        };
+        group.last_id = last_id;
+        group.entries_read = entries_read;
+        true
+    }
+
+    /// Creates consumer `consumer` in `group` (which must exist) if it is
+    /// new, seen at `now_ms`; true if it was created.
+    pub fn create_consumer(&mut self, group: &[u8], consumer: &[u8], now_ms: i64) -> bool {
+        let Some(g) = self.groups.get_mut(group) else {
+            return false;
+        };
+        if g.consumers.contains_key(consumer) {
+            return false;
+        }
+        g.consumers.insert(
+            consumer.into(),
+            Consumer {
+                seen_time: now_ms,
+                pending: BTreeSet::new(),
+            },
+        );
+        self.heap += consumer_cost(consumer);
+        true
+    }
+
+    /// Marks `consumer` of `group` seen at `now_ms`, creating it if new;
+    /// true if it was created.
+    pub fn touch_consumer(&mut self, group: &[u8], consumer: &[u8], now_ms: i64) -> bool {
+        let created = self.create_consumer(group, consumer, now_ms);
+        if let Some(c) = self
+            .groups
+            .get_mut(group)
+            .and_then(|g| g.consumers.get_mut(consumer))
+        {
+            c.seen_time = now_ms;
+        }
+        created
+    }
+
+    /// Deletes `consumer` of `group` and its pending entries; the number
+    /// of entries it had pending, `None` if there was no such consumer.
+    pub fn delete_consumer(&mut self, group: &[u8], consumer: &[u8]) -> Option<usize> {
+        let g = self.groups.get_mut(group)?;
+        let c = g.consumers.remove(consumer)?;
+        let mut freed = consumer_cost(consumer);
+        for id in &c.pending {
+            if let Some(p) = g.pending.remove(id) {
+                freed += pending_cost(&p);
+            }
+        }
+        self.heap -= freed;
+        Some(c.pending.len())
+    }
+
+    /// Records `id` as delivered to `consumer` of `group` at `now_ms`: a
+    /// new pending entry, or one moved to it with its count raised by
+    /// `count_delivery`. The consumer must exist.
+    pub fn deliver(
+        &mut self,
+        group: &[u8],
+        consumer: &[u8],
+        id: StreamId,
+        now_ms: i64,
+        count_delivery: bool,
+    ) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        let previous = g.pending.remove(&id);
+        let mut pending = Pending {
+            consumer: consumer.into(),
+            delivery_time: now_ms,
+            delivery_count: 1,
+        };
+        if let Some(old) = previous {
+            if let Some(c) = g.consumers.get_mut(&old.consumer) {
+                c.pending.remove(&id);
+            }
+            self.heap -= pending_cost(&old);
+            pending.delivery_count = old.delivery_count + u64::from(count_delivery);
+        }
+        if let Some(c) = g.consumers.get_mut(consumer) {
+            c.pending.insert(id);
+        }
+        self.heap += pending_cost(&pending);
+        g.pending.insert(id, pending);
+    }
+
+    /// Changes a pending entry's delivery time and count in place
+    /// (XCLAIM's IDLE, TIME and RETRYCOUNT).
+    pub fn set_delivery(&mut self, group: &[u8], id: StreamId, time: i64, count: u64) {
+        if let Some(p) = self
+            .groups
+            .get_mut(group)
+            .and_then(|g| g.pending.get_mut(&id))
+        {
+            p.delivery_time = time;
+            p.delivery_count = count;
+        }
+    }
+
+    /// Acknowledges `id` in `group`; true if it was pending.
+    pub fn ack(&mut self, group: &[u8], id: StreamId) -> bool {
+        let Some(g) = self.groups.get_mut(group) else {
+            return false;
+        };
+        let Some(p) = g.pending.remove(&id) else {
+            return false;
+        };
+        if let Some(c) = g.consumers.get_mut(&p.consumer) {
+            c.pending.remove(&id);
+        }
+        self.heap -= pending_cost(&p);
+        true
+    }
+
+    /// Moves `group`'s last delivered ID to `id`, keeping its read counter
+    /// as Redis's XREADGROUP does when it delivers `id`.
+    pub fn advance_group(&mut self, group: &[u8], id: StreamId) {
+        let has_tombstones = self.range_has_tombstones(id, StreamId::MAX);
+        let estimate = self.distance_from_first_ever(id);
+        let entries_added = self.entries_added;
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        if id <= g.last_id {
+            return;
+        }
+        if g.entries_read != INVALID_ENTRIES_READ && !has_tombstones {
+            g.entries_read += 1;
+        } else if entries_added != 0 {
+            g.entries_read = estimate;
+        }
+        g.last_id = id;
+    }
+
+    /// True if `start..=end` may hold a deleted entry, as Redis's
+    /// `streamRangeHasTombstones`.
+    pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
+        if self.entries.is_empty() || self.max_deleted_id.is_zero() {
+            return false;
+        }
+        if self.first_id() > self.max_deleted_id {
+            return false;
+        }
+        start <= self.max_deleted_id && self.max_deleted_id <= end
+    }
+
+    /// The logical read counter of `id` (entries from the first ever
+    /// added up to it), or [`INVALID_ENTRIES_READ`] when it cannot be told,
+    /// as Redis's `streamEstimateDistanceFromFirstEverEntry`.
+    pub fn distance_from_first_ever(&self, id: StreamId) -> i64 {
+        if self.entries_added == 0 {
+            return 0;
+        }
+        let added = self.entries_added as i64;
+        if self.entries.is_empty() && id <= self.last_id {
+            return added;
+        }
+        match id.cmp(&self.last_id) {
+            std::cmp::Ordering::Equal => return added,
+            std::cmp::Ordering::Greater => return INVALID_ENTRIES_READ,
+            std::cmp::Ordering::Less => {}
+        }
+        let first = self.first_id();
+        if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
+            match id.cmp(&first) {
+                std::cmp::Ordering::Less => return added - self.entries.len() as i64,
+                std::cmp::Ordering::Equal => return added - self.entries.len() as i64 + 1,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        INVALID_ENTRIES_READ
+    }
+
+    /// The lag of `group`: entries not delivered yet, `None` when it cannot
+    /// be told, as Redis's `streamReplyWithCGLag`.
+    pub fn lag(&self, group: &Group) -> Option<i64> {
+        let added = self.entries_added as i64;
+        if added == 0 {
+            return Some(0);
+        }
+        if group.entries_read != INVALID_ENTRIES_READ
+            && !self.range_has_tombstones(group.last_id, StreamId::MAX)
+        {
+            return Some(added - group.entries_read);
+        }
+        let read = self.distance_from_first_ever(group.last_id);
+        (read != INVALID_ENTRIES_READ).then_some(added - read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, seq: u64) -> StreamId {
+        StreamId { ms, seq }
+    }
+
+    /// Recomputes the heap count from scratch: it must match the running one.
+    fn recount(s: &Stream) -> usize {
+        let entries: usize = s.entries.values().map(entry_cost).sum();
+        let nodes: usize = s.nodes.values().map(node_cost).sum();
+        let groups: usize = s
+            .groups
+            .iter()
+            .map(|(name, g)| {
+                group_cost(name)
+                    + g.pending.values().map(pending_cost).sum::<usize>()
+                    + g.consumers.keys().map(|c| consumer_cost(c)).sum::<usize>()
+            })
+            .sum();
+        entries + nodes + groups
+    }
+
+    #[test]
+    fn ids_step_and_order() {
+        assert_eq!(id(1, u64::MAX).next(), Some(id(2, 0)));
+        assert_eq!(StreamId::MAX.next(), None);
+        assert_eq!(id(2, 0).prev(), Some(id(1, u64::MAX)));
+        assert_eq!(StreamId::MIN.prev(), None);
+        assert!(id(1, 5) < id(2, 0));
+        assert_eq!(id(3, 4).to_string(), "3-4");
+    }
+
+    #[test]
+    fn approximate_trim_drops_whole_nodes_only() {
+        let mut s = Stream::default();
+        let limits = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 10,
+        };
+        for i in 1..=35 {
+            s.append(id(i, 0), &[b"f", b"v"], limits);
+        }
+        assert_eq!(s.node_count(), 4);
+        let trim = |to, approx| Trim {
+            to,
+            approx,
+            limit: 0,
+        };
+        assert_eq!(s.trim(trim(TrimTo::MaxLen(18), true)), 10);
+        assert_eq!(s.len(), 25);
+        assert_eq!(s.trim(trim(TrimTo::MaxLen(18), false)), 7);
+        assert_eq!(s.first_id(), id(18, 0));
+        assert_eq!(s.trim(trim(TrimTo::MinId(id(31, 0)), true)), 10);
+        assert_eq!(s.first_id(), id(31, 0));
+        assert_eq!(s.heap_bytes(), recount(&s));
+    }
+
+    #[test]
+    fn groups_account_their_memory() {
+        let mut s = Stream::default();
+        for i in 1..=5 {
+            s.append(id(i, 0), &[b"f", b"v"], NodeLimits::default());
+        }
+        assert!(s.create_group(b"g", StreamId::MIN, 0));
+        assert!(!s.create_group(b"g", StreamId::MIN, 0));
+        s.touch_consumer(b"g", b"alice", 10);
+        s.touch_consumer(b"g", b"bob", 10);
+        for i in 1..=3 {
+            s.deliver(b"g", b"alice", id(i, 0), 10, true);
+            s.advance_group(b"g", id(i, 0));
+        }
+        s.deliver(b"g", b"bob", id(2, 0), 20, true);
+        let g = s.group(b"g").expect("created");
+        assert_eq!(g.pending[&id(2, 0)].delivery_count, 2);
+        assert_eq!(g.consumers[&b"alice"[..]].pending.len(), 2);
+        assert_eq!(g.entries_read, 3);
+        assert_eq!(s.lag(g), Some(2));
+        assert!(s.ack(b"g", id(1, 0)));
+        assert_eq!(s.delete_consumer(b"g", b"bob"), Some(1));
+        assert_eq!(s.heap_bytes(), recount(&s));
+        assert!(s.delete(id(4, 0)));
+        assert_eq!(s.lag(s.group(b"g").expect("kept")), None);
+        assert!(s.destroy_group(b"g"));
+        assert_eq!(s.heap_bytes(), recount(&s));
+    }
+
+    #[test]
+    fn listpack_sizes_follow_redis_encoding() {
+        assert_eq!(lp_element_bytes(b"5"), 2);
+        assert_eq!(lp_element_bytes(b"1000"), 3);
+        assert_eq!(lp_element_bytes(b"abc"), 5);
+        assert_eq!(lp_element_bytes(&[b'x'; 100]), 104);
+    }
+}
