@@ -100,12 +100,12 @@ impl StreamWait {
             (Some(_), None) => true,
             (Some(read), Some(stream)) => stream
                 .group(&read.group)
-                .is_none_or(|g| stream.last_id() > g.last_id),
+                .is_none_or(|g| stream.top_id() > Some(g.last_id)),
             (None, Some(stream)) => self
                 .after
                 .iter()
                 .find(|(k, _)| &k[..] == key)
-                .is_some_and(|(_, after)| stream.last_id() > *after),
+                .is_some_and(|(_, after)| stream.top_id() > Some(*after)),
             (None, None) => false,
         }
     }

@@ -314,6 +314,12 @@ impl Stream {
         self.last_id
     }
 
+    /// The last entry's ID, `None` when empty (the last ID may be past it:
+    /// XDEL, XSETID).
+    pub fn top_id(&self) -> Option<StreamId> {
+        self.entries.keys().next_back().copied()
+    }
+
     /// The first entry's ID, 0-0 when empty.
     pub fn first_id(&self) -> StreamId {
         self.entries.keys().next().copied().unwrap_or_default()

@@ -228,12 +228,14 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                 cursor = None;
                 break;
             };
-            if attempts == 0 || claimed.len() == count {
+            if attempts == 0 || claimed.len() + deleted.len() == count {
                 break;
             }
             attempts -= 1;
             cursor = id.next();
             if s.get(id).is_none() {
+                // A deleted entry leaves the PEL, and counts towards COUNT
+                // as the reply lists it.
                 s.ack(group, id);
                 deleted.push(id);
                 continue;

@@ -193,7 +193,7 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
     let events = ctx.notifier();
     for (key, from) in options.keys.iter().zip(froms) {
         let stream = locked.peek(key).and_then(|e| e.value().as_stream());
-        let (last, len) = stream.map_or((StreamId::MIN, 0), |s| (s.last_id(), s.len()));
+        let last = stream.map_or(StreamId::MIN, Stream::last_id);
         let after = match from {
             From::Last => last,
             From::After(id) => id,
@@ -205,8 +205,7 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
         };
         match (&options.group, from) {
             (None, _) => {
-                let top = stream.range(StreamId::MIN, StreamId::MAX).next_back();
-                if top.is_some_and(|(top, _)| top > after) {
+                if stream.top_id() > Some(after) {
                     let start = after.next().unwrap_or(StreamId::MAX);
                     let entries = stream
                         .range(start, StreamId::MAX)
@@ -222,11 +221,7 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
                     _ => None,
                 };
                 let group_last = stream.group(&read.group).map(|g| g.last_id);
-                let top = stream
-                    .range(StreamId::MIN, StreamId::MAX)
-                    .next_back()
-                    .map(|(top, _)| top);
-                let has_new = len > 0 && top > group_last;
+                let has_new = stream.top_id() > group_last;
                 if history.is_none() && !has_new {
                     continue;
                 }

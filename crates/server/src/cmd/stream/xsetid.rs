@@ -68,8 +68,7 @@ fn set_id(
         );
     }
     if !s.is_empty() {
-        let top = s.range(StreamId::MIN, StreamId::MAX).next_back().map(|(top, _)| top);
-        if top.is_some_and(|top| id < top) {
+        if s.top_id().is_some_and(|top| id < top) {
             return Err(
                 "ERR The ID specified in XSETID is smaller than the target stream top item".into(),
             );
