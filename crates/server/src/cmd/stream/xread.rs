@@ -74,7 +74,6 @@ struct Options<'a> {
 }
 
 fn parse<'a>(ctx: &Ctx, args: &'a [Bytes], group_form: bool) -> Result<Options<'a>, Error> {
-    let name = if group_form { "xreadgroup" } else { "xread" };
     let mut block = None;
     let mut count = 0;
     let mut group = None;
@@ -87,7 +86,8 @@ fn parse<'a>(ctx: &Ctx, args: &'a [Bytes], group_form: bool) -> Result<Options<'
         if is(opt, "block") && more > 0 {
             if in_script(ctx) {
                 return Err(format!(
-                    "ERR {name} command is not allowed with BLOCK option from scripts"
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(&args[0])
                 )
                 .into());
             }
@@ -99,8 +99,7 @@ fn parse<'a>(ctx: &Ctx, args: &'a [Bytes], group_form: bool) -> Result<Options<'
         } else if is(opt, "streams") && more > 0 {
             let rest = &args[i + 1..];
             if rest.len() % 2 != 0 {
-                let symbol = if group_form { '>' } else { '$' };
-                return Err(format!("ERR Unbalanced '{name}' list of streams: for each stream key an ID or '{symbol}' must be specified.").into());
+                return Err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.".into());
             }
             streams = Some(rest.split_at(rest.len() / 2));
             break;
