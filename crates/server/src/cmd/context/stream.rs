@@ -251,12 +251,18 @@ pub fn write_entry_or_deleted(w: &mut Writer, id: StreamId, fields: Option<&List
     }
 }
 
+/// An argument as Redis's `%s` formats it into a message: up to its
+/// first NUL byte.
+pub fn c_str(arg: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(arg.split(|b| *b == 0).next().unwrap_or_default())
+}
+
 /// Redis's NOGROUP reply for a group missing from an existing key.
 pub fn no_group(key: &[u8], group: &[u8]) -> Error {
     format!(
         "NOGROUP No such consumer group '{}' for key name '{}'",
-        String::from_utf8_lossy(group),
-        String::from_utf8_lossy(key)
+        c_str(group),
+        c_str(key)
     )
     .into()
 }
@@ -265,8 +271,8 @@ pub fn no_group(key: &[u8], group: &[u8]) -> Error {
 pub fn no_key_or_group(key: &[u8], group: &[u8]) -> Error {
     format!(
         "NOGROUP No such key '{}' or consumer group '{}'",
-        String::from_utf8_lossy(key),
-        String::from_utf8_lossy(group)
+        c_str(key),
+        c_str(group)
     )
     .into()
 }

@@ -19,15 +19,19 @@ pub const SPEC: Spec = Spec {
     since: "5.0.0",
     complexity: "O(1) for each message ID processed.",
     run: |ctx, args| {
-        // The IDs are checked before the key is looked up, as in Redis.
-        let ids = args[3..]
-            .iter()
-            .map(|a| parse_strict_id(a))
-            .collect::<Result<Vec<StreamId>, Error>>()?;
         let acked = {
             let db = ctx.db();
             let mut shard = db.write(&args[1]);
             update_tracked(&mut shard, &args[1], Missing::Skip, |s: &mut Stream| {
+                // Without the group there is nothing to acknowledge, whatever
+                // the IDs; with it, every ID is checked before any is acked.
+                if s.group(&args[2]).is_none() {
+                    return Ok(Edit::count(0));
+                }
+                let ids = args[3..]
+                    .iter()
+                    .map(|a| parse_strict_id(a))
+                    .collect::<Result<Vec<StreamId>, Error>>()?;
                 let acked = ids.iter().filter(|id| s.ack(&args[2], **id)).count();
                 Ok(Edit::count(acked))
             })?

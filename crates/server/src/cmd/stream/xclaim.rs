@@ -9,7 +9,7 @@ use keel_store::{Stream, StreamId};
 
 use crate::cmd::context::collection::{update_tracked, Edit, Missing};
 use crate::cmd::context::stream::{
-    no_key_or_group, parse_range_end, parse_strict_id, write_entry, CLASS,
+    c_str, no_key_or_group, parse_range_end, parse_strict_id, write_entry, CLASS,
 };
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
@@ -137,7 +137,7 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             } else {
                 return Err(format!(
                     "ERR Unrecognized XCLAIM option '{}'",
-                    String::from_utf8_lossy(opt)
+                    c_str(opt)
                 )
                 .into());
             }

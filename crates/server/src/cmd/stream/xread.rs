@@ -13,7 +13,7 @@ use crate::blocking::{StreamWait, Wait};
 use crate::client::AfterReply;
 use crate::cmd::context::collection::{update_tracked, Edit, Missing};
 use crate::cmd::context::stream::{
-    parse_count, parse_strict_id, read_group, write_stream_read, GroupRead, Read,
+    c_str, parse_count, parse_strict_id, read_group, write_stream_read, GroupRead, Read,
 };
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
@@ -87,7 +87,7 @@ fn parse<'a>(ctx: &Ctx, args: &'a [Bytes], group_form: bool) -> Result<Options<'
             if in_script(ctx) {
                 return Err(format!(
                     "ERR {} command is not allowed with BLOCK option from scripts",
-                    String::from_utf8_lossy(&args[0])
+                    c_str(&args[0])
                 )
                 .into());
             }
@@ -172,8 +172,8 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
             if stream.and_then(|s| s.group(&read.group)).is_none() {
                 return Err(format!(
                     "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(&read.group)
+                    c_str(key),
+                    c_str(&read.group)
                 )
                 .into());
             }

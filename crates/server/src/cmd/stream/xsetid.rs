@@ -62,11 +62,6 @@ fn set_id(
     entries_added: Option<u64>,
     max_deleted: Option<StreamId>,
 ) -> Result<(), Error> {
-    if id < s.max_deleted_id() {
-        return Err(
-            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id".into(),
-        );
-    }
     if !s.is_empty() {
         if s.top_id().is_some_and(|top| id < top) {
             return Err(
