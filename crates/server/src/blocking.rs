@@ -118,7 +118,10 @@ impl StreamWait {
             let (Some(entry), Some((_, after))) = (shard.peek(key), after) else {
                 return Ok(Vec::new());
             };
-            let stream = entry.value().as_stream().ok_or(crate::cmd::context::errors::WRONGTYPE)?;
+            let stream = entry
+                .value()
+                .as_stream()
+                .ok_or(crate::cmd::context::errors::WRONGTYPE)?;
             let start = after.next().unwrap_or(StreamId::MAX);
             return Ok(stream
                 .range(start, StreamId::MAX)
@@ -127,7 +130,10 @@ impl StreamWait {
                 .collect());
         };
         let gone = || Error::from("UNBLOCKED the stream key no longer exists");
-        if shard.peek(key).is_none_or(|e| e.value().as_stream().is_none()) {
+        if shard
+            .peek(key)
+            .is_none_or(|e| e.value().as_stream().is_none())
+        {
             return Err(gone());
         }
         let now_ms = unix_ms() as i64;

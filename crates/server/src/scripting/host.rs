@@ -126,7 +126,9 @@ impl keel_script::Host for ScriptHost<'_> {
         let server = self.server;
         let (id, spec) = match cmd::lookup(&server.commands, &args) {
             Lookup::Found(id, spec) => (id, spec),
-            Lookup::WrongArity => return Err("Wrong number of args calling Redis command from script".into()),
+            Lookup::WrongArity => {
+                return Err("Wrong number of args calling Redis command from script".into())
+            }
             Lookup::Unknown => return Err("Unknown Redis command called from script".into()),
         };
         if spec.has_flag("noscript") {

@@ -328,7 +328,11 @@ impl<'a> ShardSet<'a> {
 
     /// Whether every shard of the set is in `other`.
     pub fn is_within(&self, other: &[u64]) -> bool {
-        self.shards.0.iter().zip(other).all(|(&mine, &theirs)| mine & !theirs == 0)
+        self.shards
+            .0
+            .iter()
+            .zip(other)
+            .all(|(&mine, &theirs)| mine & !theirs == 0)
     }
 
     /// Adds every shard of every database.

@@ -250,9 +250,7 @@ pub struct Trim {
 const SLOT_OVERHEAD: usize = 16;
 
 fn entry_cost(fields: &Listpack) -> usize {
-    SLOT_OVERHEAD
-        + std::mem::size_of::<(StreamId, Listpack)>()
-        + allocated(fields.heap_bytes())
+    SLOT_OVERHEAD + std::mem::size_of::<(StreamId, Listpack)>() + allocated(fields.heap_bytes())
 }
 
 fn node_cost(node: &Node) -> usize {
@@ -377,8 +375,7 @@ impl Stream {
         };
         let fits = self.nodes.values().next_back().is_some_and(|node| {
             node.bytes() + raw_len < max_bytes
-                && (limits.max_entries == 0
-                    || node.live + node.deleted < limits.max_entries as u64)
+                && (limits.max_entries == 0 || node.live + node.deleted < limits.max_entries as u64)
         });
         if !fits {
             let mut master_fields = Listpack::new();
@@ -507,7 +504,11 @@ impl Stream {
                 .map(|(next, _)| *next)
                 .and_then(StreamId::prev)
                 .unwrap_or(StreamId::MAX);
-            let ids: Vec<StreamId> = self.entries.range(master..=end).map(|(id, _)| *id).collect();
+            let ids: Vec<StreamId> = self
+                .entries
+                .range(master..=end)
+                .map(|(id, _)| *id)
+                .collect();
             for id in ids {
                 if let Some(fields) = self.entries.remove(&id) {
                     self.heap -= entry_cost(&fields);

@@ -25,7 +25,10 @@ fn string2ull(s: &[u8]) -> Option<u64> {
     if let Some(n) = keel_store::parse_canonical_i64(s) {
         return u64::try_from(n).ok();
     }
-    let spaces = s.iter().take_while(|c| b" \t\n\x0b\x0c\r".contains(c)).count();
+    let spaces = s
+        .iter()
+        .take_while(|c| b" \t\n\x0b\x0c\r".contains(c))
+        .count();
     let mut rest = &s[spaces..];
     let negative = rest.first() == Some(&b'-');
     if matches!(rest.first(), Some(b'-' | b'+')) {
@@ -231,7 +234,7 @@ pub fn write_entry(w: &mut Writer, id: StreamId, fields: &Listpack) {
 }
 
 /// Writes entries as an array, stopping early once the reply is full.
-pub fn write_entries<'a>(w: &mut Writer, entries: &[(StreamId, &'a Listpack)]) {
+pub fn write_entries(w: &mut Writer, entries: &[(StreamId, &Listpack)]) {
     w.array(entries.len());
     super::write_each(w, entries.iter(), |w, (id, fields)| {
         write_entry(w, *id, fields)

@@ -181,9 +181,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             // Redis's MIGRATE is atomic; keel's waits for the target with no
             // lock held, so a write in the meantime leaves a value that was
             // never sent: it stays.
-            let sent = shard
-                .peek(item.key)
-                .is_some_and(|entry| dump_payload(ctx, entry.value()).is_ok_and(|p| p == item.payload));
+            let sent = shard.peek(item.key).is_some_and(|entry| {
+                dump_payload(ctx, entry.value()).is_ok_and(|p| p == item.payload)
+            });
             if let Some(old) = sent.then(|| shard.remove(item.key)).flatten() {
                 drop(shard);
                 crate::lazyfree::free(old);

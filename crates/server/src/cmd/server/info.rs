@@ -194,11 +194,20 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("used_memory_lua", scripts.eval_heap.to_string());
             put("used_memory_vm_eval", scripts.eval_heap.to_string());
             put("used_memory_lua_human", human(scripts.eval_heap as u64));
-            put("used_memory_scripts_eval", scripts.scripts_bytes.to_string());
-            put("number_of_cached_scripts", scripts.cached_scripts.to_string());
+            put(
+                "used_memory_scripts_eval",
+                scripts.scripts_bytes.to_string(),
+            );
+            put(
+                "number_of_cached_scripts",
+                scripts.cached_scripts.to_string(),
+            );
             put("number_of_functions", scripts.functions.to_string());
             put("number_of_libraries", scripts.libraries.to_string());
-            put("used_memory_vm_functions", scripts.functions_heap.to_string());
+            put(
+                "used_memory_vm_functions",
+                scripts.functions_heap.to_string(),
+            );
             put("used_memory_vm_total", vm_total.to_string());
             put("used_memory_vm_total_human", human(vm_total));
             put("used_memory_functions", scripts.functions_bytes.to_string());

@@ -86,7 +86,10 @@ fn new_id(stream: &Stream, given: Option<ParsedId>, now_ms: u64) -> Result<Strea
     let id = match given {
         None => stream.next_auto_id(now_ms).ok_or(NOT_GREATER)?,
         Some(given) if given.seq_given || given.id.ms != last.ms => given.id,
-        Some(_) => last.next().filter(|next| next.ms == last.ms).ok_or(NOT_GREATER)?,
+        Some(_) => last
+            .next()
+            .filter(|next| next.ms == last.ms)
+            .ok_or(NOT_GREATER)?,
     };
     if id <= last {
         return Err(NOT_GREATER.into());

@@ -135,11 +135,7 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                 let arg = options.next().expect("checked there is one");
                 last_id = parse_strict_id(arg)?;
             } else {
-                return Err(format!(
-                    "ERR Unrecognized XCLAIM option '{}'",
-                    c_str(opt)
-                )
-                .into());
+                return Err(format!("ERR Unrecognized XCLAIM option '{}'", c_str(opt)).into());
             }
         }
         if s.group(group).is_some_and(|g| last_id > g.last_id) {
@@ -244,7 +240,15 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                 continue;
             }
             let count = p.delivery_count + u64::from(!justid);
-            claim(s, group, consumer, id, (now_ms, count), now_ms, &mut created);
+            claim(
+                s,
+                group,
+                consumer,
+                id,
+                (now_ms, count),
+                now_ms,
+                &mut created,
+            );
             claimed.push(match justid {
                 true => Claimed::Id(id),
                 false => Claimed::Entry(id, s.get(id).cloned()),
@@ -258,13 +262,16 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             .unwrap_or(StreamId::MIN);
         Ok(((claimed, next, deleted), created))
     })?;
-    let mut w = ctx.w();
-    w.array(3);
-    w.bulk(next.to_string().as_bytes());
-    drop(w);
+    {
+        let mut w = ctx.w();
+        w.array(3);
+        w.bulk(next.to_string().as_bytes());
+    }
     write_claimed(ctx, &claimed);
     let mut w = ctx.w();
     w.array(deleted.len());
-    deleted.iter().for_each(|id| w.bulk(id.to_string().as_bytes()));
+    deleted
+        .iter()
+        .for_each(|id| w.bulk(id.to_string().as_bytes()));
     Ok(())
 }

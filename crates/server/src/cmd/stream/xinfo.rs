@@ -42,7 +42,9 @@ const CONSUMERS: Spec = Spec {
     run: |ctx, args| {
         let now_ms = ctx.now_ms as i64;
         with_stream(ctx, args, |w, s| {
-            let group = s.group(&args[3]).ok_or_else(|| no_group(&args[2], &args[3]))?;
+            let group = s
+                .group(&args[3])
+                .ok_or_else(|| no_group(&args[2], &args[3]))?;
             w.array(group.consumers.len());
             write_each(w, group.consumers.iter(), |w, (name, c)| {
                 w.map(3);
@@ -90,9 +92,7 @@ const STREAM: Spec = Spec {
         let full = match args.len() {
             3 => None,
             4 if is(&args[3], "full") => Some(10),
-            6 if is(&args[3], "full") && is(&args[4], "count") => {
-                Some(parse_i64(&args[5])?.max(0))
-            }
+            6 if is(&args[3], "full") && is(&args[4], "count") => Some(parse_i64(&args[5])?.max(0)),
             _ => return Err(subcommand_syntax_error(args)),
         };
         with_stream(ctx, args, |w, s| {
@@ -210,7 +210,9 @@ fn write_full(w: &mut Writer, s: &Stream, count: i64) {
     w.bulk(b"entries");
     let entries: Vec<_> = s.range(StreamId::MIN, StreamId::MAX).take(limit).collect();
     w.array(entries.len());
-    write_each(w, entries.iter(), |w, (id, fields)| write_entry(w, *id, fields));
+    write_each(w, entries.iter(), |w, (id, fields)| {
+        write_entry(w, *id, fields)
+    });
     w.bulk(b"groups");
     w.array(s.groups().len());
     for (name, g) in s.groups() {

@@ -72,9 +72,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         let Some(x) = extended else {
             w.array(4);
             w.integer(group.pending.len() as i64);
-            let (Some(first), Some(last)) =
-                (group.pending.keys().next(), group.pending.keys().next_back())
-            else {
+            let (Some(first), Some(last)) = (
+                group.pending.keys().next(),
+                group.pending.keys().next_back(),
+            ) else {
                 w.null();
                 w.null();
                 w.null_array();

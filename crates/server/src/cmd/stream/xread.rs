@@ -53,7 +53,8 @@ pub const XREADGROUP: Spec = Spec {
 fn stream_keys<'a>(_: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
     let at = args.iter().position(|a| is(a, "streams"))? + 1;
     let rest = &args[at..];
-    (!rest.is_empty() && rest.len() % 2 == 0).then(|| rest[..rest.len() / 2].iter().collect())
+    (!rest.is_empty() && rest.len().is_multiple_of(2))
+        .then(|| rest[..rest.len() / 2].iter().collect())
 }
 
 /// What one stream is read from: past an ID, or (XREADGROUP) `>`.
@@ -98,7 +99,7 @@ fn parse<'a>(ctx: &Ctx, args: &'a [Bytes], group_form: bool) -> Result<Options<'
             count = usize::try_from(parse_count(&args[i])?).unwrap_or(usize::MAX);
         } else if is(opt, "streams") && more > 0 {
             let rest = &args[i + 1..];
-            if rest.len() % 2 != 0 {
+            if !rest.len().is_multiple_of(2) {
                 return Err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.".into());
             }
             streams = Some(rest.split_at(rest.len() / 2));
@@ -208,7 +209,11 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
                     let start = after.next().unwrap_or(StreamId::MAX);
                     let entries = stream
                         .range(start, StreamId::MAX)
-                        .take(if options.count == 0 { usize::MAX } else { options.count })
+                        .take(if options.count == 0 {
+                            usize::MAX
+                        } else {
+                            options.count
+                        })
                         .map(|(id, fields)| (id, Some(fields.clone())))
                         .collect();
                     served.push((key.clone(), entries));
@@ -224,16 +229,12 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
                 if history.is_none() && !has_new {
                     continue;
                 }
-                let (entries, _) = update_tracked(
-                    locked.shard(key),
-                    key,
-                    Missing::Skip,
-                    |s: &mut Stream| {
+                let (entries, _) =
+                    update_tracked(locked.shard(key), key, Missing::Skip, |s: &mut Stream| {
                         let entries =
                             read_group(s, key, read, history, options.count, now_ms, events);
                         Ok(Edit::changed(entries))
-                    },
-                )?;
+                    })?;
                 served.push((key.clone(), entries.unwrap_or_default()));
             }
         }

@@ -158,7 +158,11 @@ fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 
 /// The shards a transaction reaches: those of the keys `client` watches
 /// and those its queued commands reach (see `shards_reached`).
-fn transaction_shards<'s>(server: &'s Server, client: &Client, queued: &[Vec<Bytes>]) -> ShardSet<'s> {
+fn transaction_shards<'s>(
+    server: &'s Server,
+    client: &Client,
+    queued: &[Vec<Bytes>],
+) -> ShardSet<'s> {
     let mut shards = shards_reached(server, client.db, queued);
     for (db, key, _) in &client.tx.watched {
         shards.insert_key(*db, key);
