@@ -829,7 +829,7 @@ mod tests {
         assert_eq!(s.len(), 25);
         assert_eq!(s.trim(trim(TrimTo::MaxLen(18), false)), 7);
         assert_eq!(s.first_id(), id(18, 0));
-        assert_eq!(s.trim(trim(TrimTo::MinId(id(31, 0)), true)), 10);
+        assert_eq!(s.trim(trim(TrimTo::MinId(id(31, 0)), true)), 13);
         assert_eq!(s.first_id(), id(31, 0));
         assert_eq!(s.heap_bytes(), recount(&s));
     }
@@ -868,6 +868,6 @@ mod tests {
         assert_eq!(lp_element_bytes(b"5"), 2);
         assert_eq!(lp_element_bytes(b"1000"), 3);
         assert_eq!(lp_element_bytes(b"abc"), 5);
-        assert_eq!(lp_element_bytes(&[b'x'; 100]), 104);
+        assert_eq!(lp_element_bytes(&[b'x'; 100]), 103);
     }
 }
