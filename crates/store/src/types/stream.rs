@@ -536,6 +536,16 @@ impl Stream {
         removed
     }
 
+    /// Heap bytes delivering one entry to `consumer` adds to a group's
+    /// pending entries, known before (XREADGROUP reserves them).
+    pub fn delivery_bytes(consumer: &[u8]) -> usize {
+        pending_cost(&Pending {
+            consumer: consumer.into(),
+            delivery_time: 0,
+            delivery_count: 0,
+        }) + consumer_cost(consumer)
+    }
+
     /// The consumer groups, by name.
     pub fn groups(&self) -> &BTreeMap<Box<[u8]>, Group> {
         &self.groups

@@ -187,6 +187,23 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
             _ => From::After(parse_strict_id(id)?),
         });
     }
+    if let Some(read) = options.group.as_ref().filter(|read| !read.noack) {
+        // What the new entries add to the PEL, reserved before any is read.
+        let limit = if options.count == 0 { usize::MAX } else { options.count };
+        let delivered: usize = options
+            .keys
+            .iter()
+            .zip(&froms)
+            .filter(|(_, from)| matches!(from, From::New))
+            .filter_map(|(key, _)| locked.peek(key).and_then(|e| e.value().as_stream()))
+            .map(|s| {
+                let last = s.group(&read.group).map_or(StreamId::MAX, |g| g.last_id);
+                let start = last.next().unwrap_or(StreamId::MAX);
+                s.range(start, StreamId::MAX).take(limit).count()
+            })
+            .sum();
+        ctx.reserve(delivered.saturating_mul(Stream::delivery_bytes(&read.consumer)))?;
+    }
     let mut served: Vec<(Bytes, Read)> = Vec::new();
     let mut waits = Vec::with_capacity(froms.len());
     let now_ms = ctx.now_ms as i64;
