@@ -110,6 +110,9 @@ struct Node {
     entry_bytes: usize,
     /// The last ID appended to the node, deleted or not.
     last: StreamId,
+    /// Its deleted entries, which Redis keeps in the node (flagged) until
+    /// the node goes: a DUMP lays them out as Redis does.
+    tombstones: BTreeMap<StreamId, Listpack>,
 }
 
 impl Node {
@@ -279,6 +282,40 @@ fn group_cost(name: &[u8]) -> usize {
     SLOT_OVERHEAD + std::mem::size_of::<(Box<[u8]>, Group)>() + name_cost(name)
 }
 
+/// Nodes of a rax holding `keys` (sorted, distinct, all of length 16)
+/// below depth `depth`: a chain all keys share is one compressed node, a
+/// byte where they part is one branching node, each key ends in a leaf.
+fn rax_nodes(keys: &[[u8; 16]], depth: usize) -> usize {
+    let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+        return 1;
+    };
+    if depth == 16 {
+        return 1;
+    }
+    let shared = (depth..16).take_while(|&i| first[i] == last[i]).count();
+    if shared > 0 {
+        return 1 + rax_nodes(keys, depth + shared);
+    }
+    let mut nodes = 1;
+    let mut rest = keys;
+    while let Some(head) = rest.first() {
+        let group = rest.iter().take_while(|k| k[depth] == head[depth]).count();
+        nodes += rax_nodes(&rest[..group], depth + 1);
+        rest = &rest[group..];
+    }
+    nodes
+}
+
+/// A node as [`Stream::nodes`] shows it.
+pub struct NodeView<'a> {
+    /// The node's key.
+    pub master: StreamId,
+    /// The field names its entries may share.
+    pub master_fields: &'a Listpack,
+    /// Its entries: ID, deleted, fields and values alternating.
+    pub entries: Vec<(StreamId, bool, &'a Listpack)>,
+}
+
 /// A stream value.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Stream {
@@ -338,6 +375,23 @@ impl Stream {
         self.nodes.len()
     }
 
+    /// Nodes of the radix tree Redis would key these nodes in (XINFO's
+    /// `radix-tree-nodes`): the nodes of a compressed trie over the nodes'
+    /// 16-byte big-endian master IDs, as Redis's rax lays it out.
+    pub fn radix_tree_nodes(&self) -> usize {
+        let keys: Vec<[u8; 16]> = self
+            .nodes
+            .keys()
+            .map(|id| {
+                let mut key = [0u8; 16];
+                key[..8].copy_from_slice(&id.ms.to_be_bytes());
+                key[8..].copy_from_slice(&id.seq.to_be_bytes());
+                key
+            })
+            .collect();
+        rax_nodes(&keys, 0)
+    }
+
     /// Sets the stream's IDs and counter, as XSETID does (it validated them).
     pub fn set_meta(
         &mut self,
@@ -378,30 +432,46 @@ impl Stream {
                 && (limits.max_entries == 0 || node.live + node.deleted < limits.max_entries as u64)
         });
         if !fits {
-            let mut master_fields = Listpack::new();
-            master_fields.push(&names);
-            let node = Node {
-                live: 0,
-                deleted: 0,
-                master_fields,
-                entry_bytes: 0,
-                last: id,
-            };
-            self.heap += node_cost(&node);
-            self.nodes.insert(id, node);
+            self.open_node(id, &names);
         }
-        let Some((&master, node)) = self.nodes.iter_mut().next_back() else {
-            unreachable!("a node was just ensured");
+        self.push_entry(id, fields, false);
+        self.last_id = id;
+        self.entries_added += 1;
+    }
+
+    /// Starts a node at `master` whose entries may share `names`.
+    fn open_node(&mut self, master: StreamId, names: &[&[u8]]) {
+        let mut master_fields = Listpack::new();
+        master_fields.push(names);
+        let node = Node {
+            live: 0,
+            deleted: 0,
+            master_fields,
+            entry_bytes: 0,
+            last: master,
+            tombstones: BTreeMap::new(),
         };
-        let same_fields = node.master_fields.iter().eq(names.iter().copied());
-        let mut bytes = lp_int_bytes(if same_fields { 2 } else { 0 })
+        self.heap += node_cost(&node);
+        self.nodes.insert(master, node);
+    }
+
+    /// Adds an entry (live, or a deleted one a restored node holds) to the
+    /// last node, counting the bytes Redis's listpack would give it.
+    fn push_entry(&mut self, id: StreamId, fields: &[&[u8]], deleted: bool) {
+        let Some((&master, node)) = self.nodes.iter_mut().next_back() else {
+            return;
+        };
+        let names = fields.iter().step_by(2).copied();
+        let same_fields = node.master_fields.iter().eq(names);
+        let pairs = fields.len() / 2;
+        let mut bytes = lp_int_bytes(2)
             + lp_int_bytes(id.ms.wrapping_sub(master.ms) as i64)
             + lp_int_bytes(id.seq.wrapping_sub(master.seq) as i64);
         let lp_count = if same_fields {
-            names.len() + 3
+            pairs + 3
         } else {
-            bytes += lp_int_bytes(names.len() as i64);
-            2 * names.len() + 4
+            bytes += lp_int_bytes(pairs as i64);
+            2 * pairs + 4
         };
         bytes += fields
             .iter()
@@ -411,14 +481,61 @@ impl Stream {
             .sum::<usize>();
         bytes += lp_int_bytes(lp_count as i64);
         node.entry_bytes += bytes;
-        node.live += 1;
         node.last = id;
         let mut pack = Listpack::new();
         pack.push(fields);
         self.heap += entry_cost(&pack);
-        self.entries.insert(id, pack);
-        self.last_id = id;
-        self.entries_added += 1;
+        if deleted {
+            node.deleted += 1;
+            node.tombstones.insert(id, pack);
+        } else {
+            node.live += 1;
+            self.entries.insert(id, pack);
+        }
+    }
+
+    /// Adds a node as a DUMP payload holds it: its master ID and fields,
+    /// then its entries (ID, deleted, fields and values alternating) in
+    /// order. The caller checked the IDs grow past the last node's.
+    pub fn restore_node<'a>(
+        &mut self,
+        master: StreamId,
+        master_fields: &[&[u8]],
+        entries: impl Iterator<Item = (StreamId, bool, Vec<&'a [u8]>)>,
+    ) {
+        self.open_node(master, master_fields);
+        for (id, deleted, fields) in entries {
+            self.push_entry(id, &fields, deleted);
+        }
+    }
+
+    /// Each node as a DUMP lays it out: its master ID, its master fields,
+    /// and its entries (ID, deleted, fields and values) in order.
+    pub fn nodes(&self) -> Vec<NodeView<'_>> {
+        let mut masters = self.nodes.keys().copied().peekable();
+        let mut views = Vec::with_capacity(self.nodes.len());
+        while let Some(master) = masters.next() {
+            let Some(node) = self.nodes.get(&master) else {
+                continue;
+            };
+            let end = masters
+                .peek()
+                .and_then(|next| next.prev())
+                .unwrap_or(StreamId::MAX);
+            let live = self
+                .entries
+                .range(master..=end)
+                .map(|(id, f)| (*id, false, f));
+            let dead = node.tombstones.iter().map(|(id, f)| (*id, true, f));
+            let mut entries: Vec<_> = live.chain(dead).collect();
+            entries.sort_by_key(|(id, _, _)| *id);
+            views.push(NodeView {
+                master,
+                master_fields: &node.master_fields,
+                entries,
+            });
+        }
+        views
     }
 
     /// The entry `id`'s fields and values, alternating.
@@ -464,6 +581,9 @@ impl Stream {
             node.deleted += 1;
             if node.live == 0 {
                 self.remove_node(master);
+            } else {
+                self.heap += entry_cost(&fields);
+                node.tombstones.insert(id, fields);
             }
         }
         true
@@ -472,6 +592,7 @@ impl Stream {
     fn remove_node(&mut self, master: StreamId) {
         if let Some(node) = self.nodes.remove(&master) {
             self.heap -= node_cost(&node);
+            self.heap -= node.tombstones.values().map(entry_cost).sum::<usize>();
         }
     }
 
@@ -672,7 +793,7 @@ impl Stream {
                 c.pending.remove(&id);
             }
             self.heap -= pending_cost(&old);
-            pending.delivery_count = old.delivery_count + u64::from(count_delivery);
+            pending.delivery_count = old.delivery_count.wrapping_add(u64::from(count_delivery));
         }
         if let Some(c) = g.consumers.get_mut(consumer) {
             c.pending.insert(id);
@@ -722,7 +843,7 @@ impl Stream {
             return;
         }
         if g.entries_read != INVALID_ENTRIES_READ && !has_tombstones {
-            g.entries_read += 1;
+            g.entries_read = g.entries_read.wrapping_add(1);
         } else if entries_added != 0 {
             g.entries_read = estimate;
         }
@@ -760,8 +881,12 @@ impl Stream {
         let first = self.first_id();
         if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
             match id.cmp(&first) {
-                std::cmp::Ordering::Less => return added - self.entries.len() as i64,
-                std::cmp::Ordering::Equal => return added - self.entries.len() as i64 + 1,
+                std::cmp::Ordering::Less => return added.wrapping_sub(self.entries.len() as i64),
+                std::cmp::Ordering::Equal => {
+                    return added
+                        .wrapping_sub(self.entries.len() as i64)
+                        .wrapping_add(1)
+                }
                 std::cmp::Ordering::Greater => {}
             }
         }
@@ -778,10 +903,10 @@ impl Stream {
         if group.entries_read != INVALID_ENTRIES_READ
             && !self.range_has_tombstones(group.last_id, StreamId::MAX)
         {
-            return Some(added - group.entries_read);
+            return Some(added.wrapping_sub(group.entries_read));
         }
         let read = self.distance_from_first_ever(group.last_id);
-        (read != INVALID_ENTRIES_READ).then_some(added - read)
+        (read != INVALID_ENTRIES_READ).then_some(added.wrapping_sub(read))
     }
 }
 
@@ -796,7 +921,11 @@ mod tests {
     /// Recomputes the heap count from scratch: it must match the running one.
     fn recount(s: &Stream) -> usize {
         let entries: usize = s.entries.values().map(entry_cost).sum();
-        let nodes: usize = s.nodes.values().map(node_cost).sum();
+        let nodes: usize = s
+            .nodes
+            .values()
+            .map(|n| node_cost(n) + n.tombstones.values().map(entry_cost).sum::<usize>())
+            .sum();
         let groups: usize = s
             .groups
             .iter()
@@ -871,6 +1000,22 @@ mod tests {
         assert_eq!(s.lag(s.group(b"g").expect("kept")), None);
         assert!(s.destroy_group(b"g"));
         assert_eq!(s.heap_bytes(), recount(&s));
+    }
+
+    #[test]
+    fn radix_tree_nodes_as_redis_counts_them() {
+        let mut s = Stream::default();
+        assert_eq!(s.radix_tree_nodes(), 1);
+        s.append(id(1, 1), &[b"f", b"v"], NodeLimits::default());
+        assert_eq!(s.radix_tree_nodes(), 2);
+        let one_per_node = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 1,
+        };
+        s.append(id(2, 0), &[b"f", b"v"], one_per_node);
+        s.append(id(3, 0), &[b"f", b"v"], one_per_node);
+        // As redis-server counts them for nodes at 1-1, 2-0 and 3-0.
+        assert_eq!(s.radix_tree_nodes(), 8);
     }
 
     #[test]

@@ -3,19 +3,17 @@
 //! the encodings this server's thresholds choose. DUMP, RESTORE and
 //! MIGRATE share it.
 
+use keel_rdb::stream as rdb;
 use keel_rdb::{PayloadError, Thresholds, Value as Plain};
-use keel_store::{End, Hash, Limits, List, Set, Str, Value, ValueRef, ZSet};
+use keel_store::types::Listpack;
+use keel_store::{End, Hash, Limits, List, Set, Str, Stream, StreamId, Value, ValueRef, ZSet};
 
 use super::{Ctx, Error};
 
 /// The DUMP payload of `value`, laid out as Redis 7.0 would with the
-/// server's thresholds. Streams have no payload yet: an error says so.
-pub fn dump_payload(ctx: &Ctx, value: ValueRef<'_>) -> Result<Vec<u8>, Error> {
-    let plain = plain(value).ok_or("ERR DUMP of stream values is not supported yet")?;
-    Ok(keel_rdb::dump(
-        &plain,
-        &thresholds(&super::collection::limits(ctx)),
-    ))
+/// server's thresholds.
+pub fn dump_payload(ctx: &Ctx, value: ValueRef<'_>) -> Vec<u8> {
+    keel_rdb::dump(&plain(value), &thresholds(&super::collection::limits(ctx)))
 }
 
 /// The value a DUMP payload holds, with Redis's errors for a payload it
@@ -48,10 +46,9 @@ fn thresholds(limits: &Limits) -> Thresholds {
     }
 }
 
-/// A stored value as a plain one (sorted sets in rank order); `None` for
-/// a stream, which the RDB crate does not encode yet.
-fn plain(value: ValueRef<'_>) -> Option<Plain> {
-    Some(match value {
+/// A stored value as a plain one (sorted sets in rank order).
+fn plain(value: ValueRef<'_>) -> Plain {
+    match value {
         ValueRef::Str(s) => Plain::String(s.to_bytes().into_owned()),
         ValueRef::List(list) => Plain::List(list.iter().map(<[u8]>::to_vec).collect()),
         ValueRef::Set(set) => Plain::Set(set.iter().map(|m| m.into_owned()).collect()),
@@ -63,8 +60,115 @@ fn plain(value: ValueRef<'_>) -> Option<Plain> {
                 .map(|(m, s)| (m.into_owned(), s))
                 .collect(),
         ),
-        ValueRef::Stream(_) => return None,
-    })
+        ValueRef::Stream(stream) => Plain::Stream(Box::new(plain_stream(stream))),
+    }
+}
+
+fn rdb_id(id: StreamId) -> rdb::Id {
+    rdb::Id {
+        ms: id.ms,
+        seq: id.seq,
+    }
+}
+
+fn store_id(id: rdb::Id) -> StreamId {
+    StreamId {
+        ms: id.ms,
+        seq: id.seq,
+    }
+}
+
+fn owned(fields: &Listpack) -> Vec<Vec<u8>> {
+    fields.iter().map(<[u8]>::to_vec).collect()
+}
+
+/// A stream as RDB carries it: its nodes as Redis would have them, its
+/// counters and its groups.
+fn plain_stream(s: &Stream) -> rdb::Stream {
+    let nodes = s
+        .nodes()
+        .into_iter()
+        .map(|node| rdb::Node {
+            master: rdb_id(node.master),
+            master_fields: owned(node.master_fields),
+            entries: node
+                .entries
+                .iter()
+                .map(|(id, deleted, fields)| rdb::Entry {
+                    id: rdb_id(*id),
+                    deleted: *deleted,
+                    fields: owned(fields),
+                })
+                .collect(),
+        })
+        .collect();
+    let groups = s
+        .groups()
+        .iter()
+        .map(|(name, g)| rdb::Group {
+            name: name.to_vec(),
+            last_id: rdb_id(g.last_id),
+            entries_read: Some(g.entries_read),
+            pending: g
+                .pending
+                .iter()
+                .map(|(id, p)| rdb::Pending {
+                    id: rdb_id(*id),
+                    consumer: p.consumer.to_vec(),
+                    delivery_time: p.delivery_time,
+                    delivery_count: p.delivery_count,
+                })
+                .collect(),
+            consumers: g
+                .consumers
+                .iter()
+                .map(|(name, c)| (name.to_vec(), c.seen_time))
+                .collect(),
+        })
+        .collect();
+    rdb::Stream {
+        nodes,
+        length: s.len() as u64,
+        last_id: rdb_id(s.last_id()),
+        first_id: rdb_id(s.first_id()),
+        max_deleted_id: rdb_id(s.max_deleted_id()),
+        entries_added: s.entries_added(),
+        groups,
+    }
+}
+
+/// A stream rebuilt from its RDB form, its nodes as they were.
+fn stored_stream(plain: &rdb::Stream) -> Stream {
+    let mut s = Stream::default();
+    for node in &plain.nodes {
+        let master_fields: Vec<&[u8]> = node.master_fields.iter().map(|f| &f[..]).collect();
+        let entries = node.entries.iter().map(|e| {
+            let fields = e.fields.iter().map(|f| &f[..]).collect();
+            (store_id(e.id), e.deleted, fields)
+        });
+        s.restore_node(store_id(node.master), &master_fields, entries);
+    }
+    s.set_meta(
+        store_id(plain.last_id),
+        Some(plain.entries_added),
+        Some(store_id(plain.max_deleted_id)),
+    );
+    for g in &plain.groups {
+        let last_id = store_id(g.last_id);
+        let entries_read = g
+            .entries_read
+            .unwrap_or_else(|| s.distance_from_first_ever(last_id));
+        s.create_group(&g.name, last_id, entries_read);
+        for (name, seen_time) in &g.consumers {
+            s.create_consumer(&g.name, name, *seen_time);
+        }
+        for p in &g.pending {
+            let id = store_id(p.id);
+            s.deliver(&g.name, &p.consumer, id, p.delivery_time, false);
+            s.set_delivery(&g.name, id, p.delivery_time, p.delivery_count);
+        }
+    }
+    s
 }
 
 /// A plain value as stored, built as the commands that write each type
@@ -93,6 +197,7 @@ fn stored(plain: Plain, limits: &Limits) -> Value {
             });
             Value::Hash(hash)
         }
+        Plain::Stream(stream) => Value::Stream(Box::new(stored_stream(&stream))),
         Plain::SortedSet(pairs) => {
             let mut zset = ZSet::default();
             pairs.iter().for_each(|(m, s)| {

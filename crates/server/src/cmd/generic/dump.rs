@@ -22,7 +22,6 @@ pub const SPEC: Spec = Spec {
         let shard = db.read(&args[1]);
         let payload = shard.get(&args[1]).map(|e| dump_payload(ctx, e.value()));
         drop(shard);
-        let payload = payload.transpose()?;
         ctx.count_lookup(&args[1], payload.is_some());
         match payload {
             Some(payload) => ctx.w().bulk(&payload),

@@ -123,7 +123,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let timeout = parse_i64(&args[5])?;
     let db_index = parse_i64(&args[4])?;
     let timeout_ms = if timeout <= 0 { 1000 } else { timeout };
-    let outgoing = serialize(ctx, options.keys)?;
+    let outgoing = serialize(ctx, options.keys);
     if outgoing.is_empty() {
         ctx.w().simple("NOKEY");
         return Ok(());
@@ -181,9 +181,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             // Redis's MIGRATE is atomic; keel's waits for the target with no
             // lock held, so a write in the meantime leaves a value that was
             // never sent: it stays.
-            let sent = shard.peek(item.key).is_some_and(|entry| {
-                dump_payload(ctx, entry.value()).is_ok_and(|p| p == item.payload)
-            });
+            let sent = shard
+                .peek(item.key)
+                .is_some_and(|entry| dump_payload(ctx, entry.value()) == item.payload);
             if let Some(old) = sent.then(|| shard.remove(item.key)).flatten() {
                 drop(shard);
                 crate::lazyfree::free(old);
@@ -206,7 +206,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 }
 
 /// The keys that exist, serialized, each under its shard's read lock.
-fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Result<Vec<Outgoing<'a>>, Error> {
+fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Vec<Outgoing<'a>> {
     let db = ctx.db();
     let mut outgoing = Vec::new();
     for key in keys {
@@ -222,10 +222,10 @@ fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Result<Vec<Outgoing<'a>>, Erro
         outgoing.push(Outgoing {
             key,
             ttl_ms,
-            payload: dump_payload(ctx, entry.value())?,
+            payload: dump_payload(ctx, entry.value()),
         });
     }
-    Ok(outgoing)
+    outgoing
 }
 
 /// The commands sent to the target, as one buffer: AUTH if asked, SELECT,

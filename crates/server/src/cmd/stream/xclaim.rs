@@ -125,8 +125,9 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             } else if is(opt, "justid") {
                 justid = true;
             } else if is(opt, "idle") && more {
-                delivery_time =
-                    Some(now_ms - number("ERR Invalid IDLE option argument for XCLAIM")?);
+                delivery_time = Some(
+                    now_ms.wrapping_sub(number("ERR Invalid IDLE option argument for XCLAIM")?),
+                );
             } else if is(opt, "time") && more {
                 delivery_time = Some(number("ERR Invalid TIME option argument for XCLAIM")?);
             } else if is(opt, "retrycount") && more {
@@ -157,7 +158,7 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             }
             let count = match &pending {
                 Some(p) => {
-                    if min_idle > 0 && now_ms - p.delivery_time < min_idle {
+                    if min_idle > 0 && now_ms.wrapping_sub(p.delivery_time) < min_idle {
                         continue;
                     }
                     p.delivery_count
@@ -166,9 +167,10 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                 None if force => 1,
                 None => continue,
             };
-            let count = match retry_count {
+            // A negative RETRYCOUNT counts as none, as in Redis.
+            let count = match retry_count.filter(|n| *n >= 0) {
                 Some(n) => n as u64,
-                None => count + u64::from(!justid),
+                None => count.wrapping_add(u64::from(!justid)),
             };
             claim(s, group, consumer, id, (time, count), now_ms, &mut created);
             claimed.push(match justid {
@@ -236,10 +238,10 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                 deleted.push(id);
                 continue;
             }
-            if min_idle > 0 && now_ms - p.delivery_time < min_idle {
+            if min_idle > 0 && now_ms.wrapping_sub(p.delivery_time) < min_idle {
                 continue;
             }
-            let count = p.delivery_count + u64::from(!justid);
+            let count = p.delivery_count.wrapping_add(u64::from(!justid));
             claim(
                 s,
                 group,

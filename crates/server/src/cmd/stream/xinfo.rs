@@ -53,7 +53,7 @@ const CONSUMERS: Spec = Spec {
                 w.bulk(b"pending");
                 w.integer(c.pending.len() as i64);
                 w.bulk(b"idle");
-                w.integer((now_ms - c.seen_time).max(0));
+                w.integer(now_ms.wrapping_sub(c.seen_time).max(0));
             });
             Ok(())
         })
@@ -171,8 +171,7 @@ fn write_head(w: &mut Writer, s: &Stream) {
     w.bulk(b"radix-tree-keys");
     w.integer(s.node_count() as i64);
     w.bulk(b"radix-tree-nodes");
-    // A radix tree of one key has two nodes; each further key adds about one.
-    w.integer(s.node_count() as i64 + 1);
+    w.integer(s.radix_tree_nodes() as i64);
     w.bulk(b"last-generated-id");
     bulk_id(w, s.last_id());
     w.bulk(b"max-deleted-entry-id");

@@ -106,7 +106,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         let entries: Vec<_> = ids
             .take_while(|id| *id <= x.end)
             .filter_map(|id| group.pending.get(&id).map(|p| (id, p)))
-            .filter(|(_, p)| x.min_idle == 0 || now_ms - p.delivery_time >= x.min_idle)
+            .filter(|(_, p)| x.min_idle == 0 || now_ms.wrapping_sub(p.delivery_time) >= x.min_idle)
             .take(usize::try_from(x.count).unwrap_or(usize::MAX))
             .collect();
         w.array(entries.len());
@@ -114,7 +114,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             w.array(4);
             w.bulk(id.to_string().as_bytes());
             w.bulk(&p.consumer);
-            w.integer((now_ms - p.delivery_time).max(0));
+            w.integer(now_ms.wrapping_sub(p.delivery_time).max(0));
             w.integer(p.delivery_count as i64);
         });
         Ok(())

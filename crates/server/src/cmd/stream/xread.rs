@@ -189,7 +189,11 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
     }
     if let Some(read) = options.group.as_ref().filter(|read| !read.noack) {
         // What the new entries add to the PEL, reserved before any is read.
-        let limit = if options.count == 0 { usize::MAX } else { options.count };
+        let limit = if options.count == 0 {
+            usize::MAX
+        } else {
+            options.count
+        };
         let delivered: usize = options
             .keys
             .iter()
