@@ -48,7 +48,7 @@ use tokio::sync::oneshot;
 
 use crate::cmd::context::collection::{update_tracked, Edit, Missing};
 use crate::cmd::context::pop::{list_pop_many, zset_pop_many, Members, Pop};
-use crate::cmd::context::stream::{read_group, write_stream_read, GroupRead, Read};
+use crate::cmd::context::stream::{read_after, read_group, write_stream_read, GroupRead, Read};
 use crate::cmd::Error;
 use crate::pubsub::Notifier;
 use crate::server::{unix_ms, Server};
@@ -122,12 +122,7 @@ impl StreamWait {
                 .value()
                 .as_stream()
                 .ok_or(crate::cmd::context::errors::WRONGTYPE)?;
-            let start = after.next().unwrap_or(StreamId::MAX);
-            return Ok(stream
-                .range(start, StreamId::MAX)
-                .take(self.count)
-                .map(|(id, fields)| (id, Some(fields.clone())))
-                .collect());
+            return Ok(read_after(stream, *after, self.count));
         };
         let gone = || Error::from("UNBLOCKED the stream key no longer exists");
         if shard

@@ -295,19 +295,30 @@ pub struct GroupRead {
 /// none).
 pub type Read = Vec<(StreamId, Option<Listpack>)>;
 
-/// XREADGROUP's read of one stream for `read` at `now_ms`: new entries
-/// after the group's last delivered ID (`from` is `None`, the `>` ID),
-/// delivered to the consumer and added to the PEL unless NOACK; or the
-/// consumer's own pending entries after `from` (its history), delivered
-/// again. The consumer is created if new (publishing
-/// `xgroup-createconsumer`). `count` 0 reads everything. The group must
-/// exist.
+/// XREAD's read of one stream: up to `limit` entries past `after`.
+pub fn read_after(stream: &Stream, after: StreamId, limit: usize) -> Read {
+    let Some(start) = after.next() else {
+        return Vec::new();
+    };
+    stream
+        .range(start, StreamId::MAX)
+        .take(limit)
+        .map(|(id, fields)| (id, Some(fields.clone())))
+        .collect()
+}
+
+/// XREADGROUP's read of one stream for `read` at `now_ms`: up to `limit`
+/// new entries after the group's last delivered ID (`from` is `None`, the
+/// `>` ID), delivered to the consumer and added to the PEL unless NOACK;
+/// or the consumer's own pending entries after `from` (its history),
+/// delivered again. The consumer is created if new (publishing
+/// `xgroup-createconsumer`). The group must exist.
 pub fn read_group(
     stream: &mut Stream,
     key: &[u8],
     read: &GroupRead,
     from: Option<StreamId>,
-    count: usize,
+    limit: usize,
     now_ms: i64,
     events: Notifier,
 ) -> Read {
@@ -315,7 +326,6 @@ pub fn read_group(
     if stream.touch_consumer(group, consumer, now_ms) {
         events.notify(CLASS, "xgroup-createconsumer", key);
     }
-    let limit = if count == 0 { usize::MAX } else { count };
     match from {
         None => {
             let Some(last) = stream.group(group).map(|g| g.last_id) else {

@@ -7,13 +7,13 @@
 //! transaction it does not, and inside a script BLOCK is an error.
 
 use bytes::Bytes;
-use keel_store::{Stream, StreamId};
+use keel_store::{MultiWrite, Stream, StreamId};
 
 use crate::blocking::{StreamWait, Wait};
 use crate::client::AfterReply;
 use crate::cmd::context::collection::{update_tracked, Edit, Missing};
 use crate::cmd::context::stream::{
-    c_str, parse_count, parse_strict_id, read_group, write_stream_read, GroupRead, Read,
+    c_str, parse_count, parse_strict_id, read_after, read_group, write_stream_read, GroupRead, Read,
 };
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
@@ -57,21 +57,35 @@ fn stream_keys<'a>(_: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
         .then(|| rest[..rest.len() / 2].iter().collect())
 }
 
-/// What one stream is read from: past an ID, or (XREADGROUP) `>`.
+/// Where one stream is read from.
 #[derive(Clone, Copy)]
-enum From {
+enum ReadFrom {
+    /// Past this ID (XREAD), or the consumer's history past it
+    /// (XREADGROUP).
     After(StreamId),
-    /// `$`, resolved against the stream once it is looked up.
+    /// `$`: past the stream's last ID, once it is looked up.
     Last,
+    /// `>`: the group's new entries.
     New,
 }
 
 struct Options<'a> {
     block: Option<Option<tokio::time::Instant>>,
+    /// COUNT; 0 for no limit.
     count: usize,
     group: Option<GroupRead>,
     keys: &'a [Bytes],
     ids: &'a [Bytes],
+}
+
+impl Options<'_> {
+    /// Most entries read from one stream now.
+    fn limit(&self) -> usize {
+        match self.count {
+            0 => usize::MAX,
+            n => n,
+        }
+    }
 }
 
 fn parse<'a>(ctx: &Ctx, args: &'a [Bytes], group_form: bool) -> Result<Options<'a>, Error> {
@@ -162,104 +176,12 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
     let options = parse(ctx, args, group_form)?;
     let db = ctx.db();
     let mut locked = db.write_many(options.keys);
-    let mut froms = Vec::with_capacity(options.keys.len());
-    for (key, id) in options.keys.iter().zip(options.ids) {
-        let entry = locked.peek(key);
-        let stream = match entry {
-            Some(e) => Some(e.value().as_stream().ok_or(errors::WRONGTYPE)?),
-            None => None,
-        };
-        if let Some(read) = &options.group {
-            if stream.and_then(|s| s.group(&read.group)).is_none() {
-                return Err(format!(
-                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-                    c_str(key),
-                    c_str(&read.group)
-                )
-                .into());
-            }
-        }
-        froms.push(match &id[..] {
-            b"$" if group_form => return Err("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.".into()),
-            b"$" => From::Last,
-            b">" if !group_form => return Err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.".into()),
-            b">" => From::New,
-            _ => From::After(parse_strict_id(id)?),
-        });
-    }
+    let froms = resolve(&locked, &options, group_form)?;
     if let Some(read) = options.group.as_ref().filter(|read| !read.noack) {
-        // What the new entries add to the PEL, reserved before any is read.
-        let limit = if options.count == 0 {
-            usize::MAX
-        } else {
-            options.count
-        };
-        let delivered: usize = options
-            .keys
-            .iter()
-            .zip(&froms)
-            .filter(|(_, from)| matches!(from, From::New))
-            .filter_map(|(key, _)| locked.peek(key).and_then(|e| e.value().as_stream()))
-            .map(|s| {
-                let last = s.group(&read.group).map_or(StreamId::MAX, |g| g.last_id);
-                let start = last.next().unwrap_or(StreamId::MAX);
-                s.range(start, StreamId::MAX).take(limit).count()
-            })
-            .sum();
+        let delivered = new_entries(&locked, &options, read, &froms);
         ctx.reserve(delivered.saturating_mul(Stream::delivery_bytes(&read.consumer)))?;
     }
-    let mut served: Vec<(Bytes, Read)> = Vec::new();
-    let mut waits = Vec::with_capacity(froms.len());
-    let now_ms = ctx.now_ms as i64;
-    let events = ctx.notifier();
-    for (key, from) in options.keys.iter().zip(froms) {
-        let stream = locked.peek(key).and_then(|e| e.value().as_stream());
-        let last = stream.map_or(StreamId::MIN, Stream::last_id);
-        let after = match from {
-            From::Last => last,
-            From::After(id) => id,
-            From::New => StreamId::MAX,
-        };
-        waits.push((key.clone(), after));
-        let Some(stream) = stream else {
-            continue;
-        };
-        match (&options.group, from) {
-            (None, _) => {
-                if stream.top_id() > Some(after) {
-                    let start = after.next().unwrap_or(StreamId::MAX);
-                    let entries = stream
-                        .range(start, StreamId::MAX)
-                        .take(if options.count == 0 {
-                            usize::MAX
-                        } else {
-                            options.count
-                        })
-                        .map(|(id, fields)| (id, Some(fields.clone())))
-                        .collect();
-                    served.push((key.clone(), entries));
-                }
-            }
-            (Some(read), from) => {
-                let history = match from {
-                    From::After(id) => Some(id),
-                    _ => None,
-                };
-                let group_last = stream.group(&read.group).map(|g| g.last_id);
-                let has_new = stream.top_id() > group_last;
-                if history.is_none() && !has_new {
-                    continue;
-                }
-                let (entries, _) =
-                    update_tracked(locked.shard(key), key, Missing::Skip, |s: &mut Stream| {
-                        let entries =
-                            read_group(s, key, read, history, options.count, now_ms, events);
-                        Ok(Edit::changed(entries))
-                    })?;
-                served.push((key.clone(), entries.unwrap_or_default()));
-            }
-        }
-    }
+    let served = read_now(ctx, &mut locked, &options, &froms)?;
     if !served.is_empty() {
         let mut w = ctx.w();
         match w.protocol() {
@@ -275,8 +197,21 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
         ctx.w().null_array();
         return Ok(());
     };
+    let after = options
+        .keys
+        .iter()
+        .zip(&froms)
+        .map(|(key, from)| {
+            let after = match from {
+                ReadFrom::After(id) => *id,
+                ReadFrom::Last => last_id(&locked, key),
+                ReadFrom::New => StreamId::MAX,
+            };
+            (key.clone(), after)
+        })
+        .collect();
     let wait = Wait::Stream(StreamWait {
-        after: waits,
+        after,
         count: match options.count {
             0 => BLOCKED_DEFAULT_COUNT,
             n => n,
@@ -289,4 +224,115 @@ fn xread(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> Result<(), Error> {
     drop(locked);
     ctx.client.after_reply = Some(AfterReply::Block(blocked));
     Ok(())
+}
+
+/// The stream at `key`, if it is one.
+fn stream_at<'l>(locked: &'l MultiWrite, key: &[u8]) -> Option<&'l Stream> {
+    locked.peek(key).and_then(|e| e.value().as_stream())
+}
+
+/// The last ID of the stream at `key` (0-0 when missing), what `$` means.
+fn last_id(locked: &MultiWrite, key: &[u8]) -> StreamId {
+    stream_at(locked, key).map_or(StreamId::MIN, Stream::last_id)
+}
+
+/// Checks every key (WRONGTYPE; NOGROUP for a group read) and parses
+/// every ID, in Redis's order, before anything is read.
+fn resolve(
+    locked: &MultiWrite,
+    options: &Options,
+    group_form: bool,
+) -> Result<Vec<ReadFrom>, Error> {
+    let mut froms = Vec::with_capacity(options.keys.len());
+    for (key, id) in options.keys.iter().zip(options.ids) {
+        let stream = match locked.peek(key) {
+            Some(e) => Some(e.value().as_stream().ok_or(errors::WRONGTYPE)?),
+            None => None,
+        };
+        if let Some(read) = &options.group {
+            if stream.and_then(|s| s.group(&read.group)).is_none() {
+                return Err(format!(
+                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                    c_str(key),
+                    c_str(&read.group)
+                )
+                .into());
+            }
+        }
+        froms.push(match &id[..] {
+            b"$" if group_form => return Err("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.".into()),
+            b"$" => ReadFrom::Last,
+            b">" if !group_form => return Err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.".into()),
+            b">" => ReadFrom::New,
+            _ => ReadFrom::After(parse_strict_id(id)?),
+        });
+    }
+    Ok(froms)
+}
+
+/// How many new entries a group read delivers now: what it adds to the
+/// PEL, reserved before any is read.
+fn new_entries(
+    locked: &MultiWrite,
+    options: &Options,
+    read: &GroupRead,
+    froms: &[ReadFrom],
+) -> usize {
+    options
+        .keys
+        .iter()
+        .zip(froms)
+        .filter(|(_, from)| matches!(from, ReadFrom::New))
+        .filter_map(|(key, _)| stream_at(locked, key))
+        .filter_map(|s| s.group(&read.group).map(|g| (s, g.last_id)))
+        .map(|(s, last)| {
+            let start = last.next().unwrap_or(StreamId::MAX);
+            s.range(start, StreamId::MAX).take(options.limit()).count()
+        })
+        .sum()
+}
+
+/// Reads every stream that has something for the caller now, as Redis
+/// serves a reader synchronously: XREAD when the stream has entries past
+/// the ID; XREADGROUP its history always, and `>` when the stream has
+/// entries past the group's last delivered ID.
+fn read_now(
+    ctx: &Ctx,
+    locked: &mut MultiWrite,
+    options: &Options,
+    froms: &[ReadFrom],
+) -> Result<Vec<(Bytes, Read)>, Error> {
+    let mut served = Vec::new();
+    let now_ms = ctx.now_ms as i64;
+    let events = ctx.notifier();
+    for (key, from) in options.keys.iter().zip(froms) {
+        let Some(stream) = stream_at(locked, key) else {
+            continue;
+        };
+        let Some(read) = &options.group else {
+            let after = match from {
+                ReadFrom::After(id) => *id,
+                _ => stream.last_id(),
+            };
+            if stream.top_id() > Some(after) {
+                served.push((key.clone(), read_after(stream, after, options.limit())));
+            }
+            continue;
+        };
+        let history = match from {
+            ReadFrom::After(id) => Some(*id),
+            _ => None,
+        };
+        let has_new = stream.top_id() > stream.group(&read.group).map(|g| g.last_id);
+        if history.is_none() && !has_new {
+            continue;
+        }
+        let (entries, _) =
+            update_tracked(locked.shard(key), key, Missing::Skip, |s: &mut Stream| {
+                let entries = read_group(s, key, read, history, options.limit(), now_ms, events);
+                Ok(Edit::changed(entries))
+            })?;
+        served.push((key.clone(), entries.unwrap_or_default()));
+    }
+    Ok(served)
 }
