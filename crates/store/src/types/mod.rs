@@ -5,7 +5,8 @@
 //! ([`Table`] for hashes and sets, a deque for lists, a table beside a
 //! [`ranktree::RankTree`] for sorted sets), converting past
 //! thresholds named and defaulted as Redis's (`hash-max-listpack-entries`
-//! and friends). Every type keeps its
+//! and friends). Streams have one encoding, a map of entries beside the
+//! shape of Redis's nodes ([`stream`]). Every type keeps its
 //! heap size as a running count, so [`crate::Value::heap_bytes`] is O(1)
 //! and the shard's byte count stays exact after every change.
 

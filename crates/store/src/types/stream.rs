@@ -13,14 +13,18 @@
 //! shared with the node's first entry. That is more compact (a few bytes
 //! per entry of overhead against a map slot and an allocation here), but
 //! it is observable: approximate trimming (`MAXLEN ~`, `MINID ~`) only
-//! drops whole nodes, and `XINFO STREAM` reports the node count. So keel
-//! keeps, beside the map, the *shape* Redis's nodes would have — each
-//! node's first ID, its live and deleted entry counts, and its byte size as
-//! Redis's listpack encoding would lay it out ([`lp_element_bytes`]) —
-//! without storing the bytes themselves. Approximate trimming then removes
-//! exactly the entries Redis would, and the trade-off is memory: keel pays
-//! a map slot and an allocation per entry, in exchange for simple code and
-//! cheap deletion in the middle of the stream.
+//! drops whole nodes, XINFO STREAM reports the tree's keys and nodes, and
+//! DUMP writes the nodes as they are. So keel keeps, beside the map, the
+//! *shape* Redis's nodes would have: each node's master ID and fields, its
+//! live and deleted counts, its byte size as Redis's listpack encoding
+//! would lay it out ([`lp_element_bytes`]) and its deleted entries, which
+//! Redis keeps flagged in the node until the whole node goes. Approximate
+//! trimming then removes exactly the entries Redis would, XINFO's
+//! `radix-tree-nodes` is counted on the master IDs as Redis's rax lays them
+//! out, and a DUMP is byte for byte Redis's. The trade-off is memory: keel
+//! pays a map slot and an allocation per entry (deleted ones in a live
+//! node included, as Redis does), for simple code and cheap deletion in the
+//! middle of the stream.
 //!
 //! Consumer groups are kept as Redis keeps them: a map by name (XINFO
 //! GROUPS lists them in name order), each with its last delivered ID, its
@@ -999,6 +1003,41 @@ mod tests {
         assert!(s.delete(id(4, 0)));
         assert_eq!(s.lag(s.group(b"g").expect("kept")), None);
         assert!(s.destroy_group(b"g"));
+        assert_eq!(s.heap_bytes(), recount(&s));
+    }
+
+    #[test]
+    fn deleted_entries_stay_in_their_node_until_it_goes() {
+        let mut s = Stream::default();
+        let limits = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 3,
+        };
+        for i in 1..=5 {
+            s.append(id(i, 0), &[b"f", b"v"], limits);
+        }
+        assert!(s.delete(id(2, 0)));
+        let flags: Vec<(StreamId, bool)> = s.nodes()[0]
+            .entries
+            .iter()
+            .map(|(id, deleted, _)| (*id, *deleted))
+            .collect();
+        assert_eq!(flags, [(id(1, 0), false), (id(2, 0), true), (id(3, 0), false)]);
+        assert_eq!(s.heap_bytes(), recount(&s));
+        let mut copy = Stream::default();
+        for node in s.nodes() {
+            let fields: Vec<&[u8]> = node.master_fields.iter().collect();
+            let entries = node
+                .entries
+                .iter()
+                .map(|(id, deleted, f)| (*id, *deleted, f.iter().collect()));
+            copy.restore_node(node.master, &fields, entries);
+        }
+        copy.set_meta(s.last_id(), Some(5), Some(id(2, 0)));
+        assert_eq!(copy, s);
+        // Deleting a node's last live entry frees the node, tombstones too.
+        assert!(s.delete(id(1, 0)) && s.delete(id(3, 0)));
+        assert_eq!(s.node_count(), 1);
         assert_eq!(s.heap_bytes(), recount(&s));
     }
 
