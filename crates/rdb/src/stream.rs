@@ -432,10 +432,42 @@ mod tests {
                 },
             ],
         };
-        assert_eq!(read_node(node.master, &node_listpack(&node)), Ok(node));
+        assert_eq!(
+            read_node(node.master, &node_listpack(&node)),
+            Ok(node.clone())
+        );
         assert_eq!(
             read_node(id(6, 0), &node_listpack(&Node::default())),
             Err(Malformed)
         );
+
+        let pending = |ms, consumer: &str| Pending {
+            id: id(ms, 0),
+            consumer: field(consumer),
+            delivery_time: 1_700_000_000_000,
+            delivery_count: 2,
+        };
+        let stream = Stream {
+            nodes: vec![node],
+            length: 2,
+            last_id: id(9, 0),
+            first_id: id(7, 3),
+            max_deleted_id: id(5, 0),
+            entries_added: 3,
+            groups: vec![Group {
+                name: field("g"),
+                last_id: id(9, 0),
+                entries_read: Some(-1),
+                pending: vec![pending(5, "bob"), pending(9, "alice")],
+                consumers: vec![(field("alice"), 1), (field("bob"), 2)],
+            }],
+        };
+        let value = crate::Value::Stream(Box::new(stream));
+        let mut bytes = Vec::new();
+        crate::write_object(&value, &crate::Thresholds::default(), &mut bytes);
+        assert_eq!(crate::read_object(&bytes), Ok((value, bytes.len())));
+        for cut in 0..bytes.len() {
+            assert!(crate::read_object(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
     }
 }

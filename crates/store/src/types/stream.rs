@@ -1022,7 +1022,10 @@ mod tests {
             .iter()
             .map(|(id, deleted, _)| (*id, *deleted))
             .collect();
-        assert_eq!(flags, [(id(1, 0), false), (id(2, 0), true), (id(3, 0), false)]);
+        assert_eq!(
+            flags,
+            [(id(1, 0), false), (id(2, 0), true), (id(3, 0), false)]
+        );
         assert_eq!(s.heap_bytes(), recount(&s));
         let mut copy = Stream::default();
         for node in s.nodes() {
