@@ -33,7 +33,7 @@ pub const XREAD: Spec = Spec {
     since: "5.0.0",
     complexity: "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.",
     run: |ctx, args| xread(ctx, args, false),
-    getkeys: Some(stream_keys),
+    getkeys: Some(stream_keys::<1>),
     ..BASE
 };
 
@@ -46,15 +46,18 @@ pub const XREADGROUP: Spec = Spec {
     summary: "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.",
     complexity: "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
     run: |ctx, args| xread(ctx, args, true),
+    getkeys: Some(stream_keys::<4>),
     ..XREAD
 };
 
-/// The keys after STREAMS: the first half of what follows it.
-fn stream_keys<'a>(_: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
-    let at = args.iter().position(|a| is(a, "streams"))? + 1;
-    let rest = &args[at..];
-    (!rest.is_empty() && rest.len().is_multiple_of(2))
-        .then(|| rest[..rest.len() / 2].iter().collect())
+/// The keys after STREAMS, as Redis's key specs find them: the first
+/// STREAMS from argument `FROM` on (but the last argument), then the first
+/// half of what follows it.
+fn stream_keys<'a, const FROM: usize>(_: &Spec, args: &'a [Bytes]) -> Option<Vec<&'a Bytes>> {
+    let at = (FROM..args.len().saturating_sub(1)).find(|&i| is(&args[i], "streams"))?;
+    let first = at + 1;
+    let count = (args.len() - first) / 2;
+    (count > 0).then(|| args[first..first + count].iter().collect())
 }
 
 /// Where one stream is read from.
