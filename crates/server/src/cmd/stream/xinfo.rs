@@ -92,7 +92,13 @@ const STREAM: Spec = Spec {
         let full = match args.len() {
             3 => None,
             4 if is(&args[3], "full") => Some(10),
-            6 if is(&args[3], "full") && is(&args[4], "count") => Some(parse_i64(&args[5])?.max(0)),
+            6 if is(&args[3], "full") && is(&args[4], "count") => {
+                // A negative COUNT means the default, as in Redis.
+                Some(match parse_i64(&args[5])? {
+                    n if n < 0 => 10,
+                    n => n,
+                })
+            }
             _ => return Err(subcommand_syntax_error(args)),
         };
         with_stream(ctx, args, |w, s| {
