@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use keel_resp::Writer;
-use keel_store::types::stream::Group;
+use keel_store::types::stream::{Group, INVALID_ENTRIES_READ};
 use keel_store::{Stream, StreamId};
 
 use crate::cmd::context::collection::read;
@@ -160,8 +160,8 @@ fn write_progress(w: &mut Writer, s: &Stream, g: &Group) {
     bulk_id(w, g.last_id);
     w.bulk(b"entries-read");
     match g.entries_read {
-        n if n >= 0 => w.integer(n),
-        _ => w.null(),
+        INVALID_ENTRIES_READ => w.null(),
+        n => w.integer(n),
     }
     w.bulk(b"lag");
     match s.lag(g) {

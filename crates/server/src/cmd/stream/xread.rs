@@ -267,7 +267,11 @@ fn resolve(
             b"$" => ReadFrom::Last,
             b">" if !group_form => return Err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.".into()),
             b">" => ReadFrom::New,
-            _ => ReadFrom::After(parse_strict_id(id)?),
+            // Redis marks `>` with the largest ID, so that ID reads as `>`.
+            _ => match parse_strict_id(id)? {
+                StreamId::MAX if group_form => ReadFrom::New,
+                id => ReadFrom::After(id),
+            },
         });
     }
     Ok(froms)
