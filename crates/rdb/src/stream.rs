@@ -22,7 +22,8 @@
 //! (`lp-count`). Deleted entries stay in their node until it is freed.
 //!
 //! Reading checks what Redis's deep sanitization would: counts that agree,
-//! IDs that grow across the whole stream, the stream's length, and PEL
+//! master IDs that grow, live entries' IDs that grow across the whole
+//! stream (a deleted entry may sit anywhere), the stream's length, and PEL
 //! entries owned by exactly one consumer.
 
 use crate::packed::{self, ListpackWriter};
@@ -216,9 +217,6 @@ pub fn read_node(master: Id, blob: &[u8]) -> Result<Node, Malformed> {
         if count(&next()?)? != lp_count || fields.is_empty() {
             return Err(Malformed);
         }
-        if entries.last().is_some_and(|last| last.id >= id) || id < master {
-            return Err(Malformed);
-        }
         entries.push(Entry {
             id,
             deleted: flags & FLAG_DELETED != 0,
@@ -272,33 +270,46 @@ pub(crate) fn read(src: &mut impl Source, v2: bool) -> Result<Stream, Malformed>
     let node_count = src.count(2)?;
     for _ in 0..node_count {
         let master = Id::from_raw(&src.string()?)?;
-        let node = read_node(master, &src.packed()?)?;
-        let after_previous = s
-            .nodes
-            .last()
-            .and_then(|n| n.entries.last())
-            .is_none_or(|last| last.id < master);
-        if !after_previous {
+        if s.nodes.last().is_some_and(|n| n.master >= master) {
             return Err(Malformed);
         }
-        s.nodes.push(node);
+        s.nodes.push(read_node(master, &src.packed()?)?);
     }
     s.length = src.length()?;
     s.last_id = read_id(src)?;
-    let live = s
+    // Live entries grow through the stream and none is past the last ID;
+    // a deleted one may be anywhere (XSETID can move the last ID back past
+    // deleted entries, and later ones follow them).
+    let mut live = s
         .nodes
         .iter()
         .flat_map(|n| &n.entries)
-        .filter(|e| !e.deleted);
-    let mut live_count = 0u64;
-    let mut first = None;
-    for entry in live {
-        first.get_or_insert(entry.id);
+        .filter(|e| !e.deleted)
+        .map(|e| e.id);
+    let first = live.next();
+    let mut live_count = u64::from(first.is_some());
+    let mut top = first;
+    for id in live {
+        if top.is_some_and(|top| top >= id) {
+            return Err(Malformed);
+        }
+        top = Some(id);
         live_count += 1;
     }
-    let top = s.nodes.last().and_then(|n| n.entries.last()).map(|e| e.id);
     if live_count != s.length || top.is_some_and(|top| top > s.last_id) {
         return Err(Malformed);
+    }
+    // And every node's live entries come before the next node's master,
+    // where lookups by ID start.
+    for pair in s.nodes.windows(2) {
+        let next_master = pair[1].master;
+        if pair[0]
+            .entries
+            .iter()
+            .any(|e| !e.deleted && e.id >= next_master)
+        {
+            return Err(Malformed);
+        }
     }
     if v2 {
         s.first_id = read_id(src)?;

@@ -1,30 +1,34 @@
 //! Streams: an append-only log of entries keyed by ever-growing IDs, with
 //! consumer groups that track delivery and acknowledgement.
 //!
-//! Representation. Entries live in a `BTreeMap` from [`StreamId`] to the
-//! entry's fields and values, packed in one [`Listpack`] (one allocation
-//! per entry). The map gives O(log n) lookup by ID, ordered range scans
-//! both ways (XRANGE, XREVRANGE, XREAD) and O(log n) deletion anywhere
-//! (XDEL, trimming), which is what the commands need.
+//! Representation. Entries are kept in nodes as Redis keeps them: a
+//! `BTreeMap` from each node's master ID (the ID of the first entry it was
+//! given) to the node, and in each node one byte buffer holding its
+//! entries' fields and values one after the other (each element as a
+//! LEB128 length and its bytes; only the values when an entry's field
+//! names are the node's master fields, as Redis's SAMEFIELDS entries) and
+//! an index of 24-byte slots (ID, offset, deleted flag). A node takes
+//! entries until `stream-node-max-entries` or `stream-node-max-bytes`
+//! (measured as Redis's listpack would lay the node out,
+//! [`lp_element_bytes`]) says to start a new one. XDEL flags an entry
+//! deleted and frees the node when its last live entry goes; trimming
+//! drops whole nodes, and an exact trim flags entries of the first node.
 //!
-//! Redis keeps entries differently: a radix tree of listpack "nodes" of up
-//! to `stream-node-max-entries` entries (and `stream-node-max-bytes`
-//! bytes), IDs delta-encoded against the node's first ID and field names
-//! shared with the node's first entry. That is more compact (a few bytes
-//! per entry of overhead against a map slot and an allocation here), but
-//! it is observable: approximate trimming (`MAXLEN ~`, `MINID ~`) only
-//! drops whole nodes, XINFO STREAM reports the tree's keys and nodes, and
-//! DUMP writes the nodes as they are. So keel keeps, beside the map, the
-//! *shape* Redis's nodes would have: each node's master ID and fields, its
-//! live and deleted counts, its byte size as Redis's listpack encoding
-//! would lay it out ([`lp_element_bytes`]) and its deleted entries, which
-//! Redis keeps flagged in the node until the whole node goes. Approximate
-//! trimming then removes exactly the entries Redis would, XINFO's
-//! `radix-tree-nodes` is counted on the master IDs as Redis's rax lays them
-//! out, and a DUMP is byte for byte Redis's. The trade-off is memory: keel
-//! pays a map slot and an allocation per entry (deleted ones in a live
-//! node included, as Redis does), for simple code and cheap deletion in the
-//! middle of the stream.
+//! So the node shapes are Redis's, which is observable: approximate
+//! trimming (`MAXLEN ~`, `MINID ~`) removes exactly what Redis removes,
+//! XINFO STREAM reports the same `radix-tree-keys` and `radix-tree-nodes`
+//! (counted on the master IDs as Redis's rax lays them out), and DUMP
+//! writes each node's listpack byte for byte as Redis does. Lookups find
+//! the node by master ID and scan its index, as Redis scans a listpack
+//! (O(node size), 100 entries by default); ranges walk nodes in order.
+//!
+//! Trade-off: Redis's listpacks also delta-encode IDs and integers, so a
+//! small entry costs it about 26 bytes where keel's slot alone is 24
+//! (measured with 1M entries of two short fields: 26 bytes per entry in
+//! Redis, 46 in keel; `bench/streams-memory.sh`). In exchange reads need no
+//! decoding beyond the element lengths, and a deleted entry's flag is a
+//! byte in the index rather than a listpack rewrite. A map of one
+//! allocation per entry, the simple alternative, measured 115 bytes.
 //!
 //! Consumer groups are kept as Redis keeps them: a map by name (XINFO
 //! GROUPS lists them in name order), each with its last delivered ID, its
@@ -33,9 +37,10 @@
 //! (name → last seen time and their own PEL, a set of IDs).
 //!
 //! Memory is accounted as for the other types: a running count of heap
-//! bytes (`heap`), updated by every change with the same cost function
-//! that added an item, so [`Stream::heap_bytes`] is O(1) and exact with
-//! respect to its own estimate of map slots.
+//! bytes (`heap`), updated by every change with the same cost functions
+//! that added an item (a node's buffers by their capacity), so
+//! [`Stream::heap_bytes`] is O(1) and exact with respect to its own
+//! estimate of map slots.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -100,8 +105,9 @@ impl fmt::Display for StreamId {
 /// Redis's "invalid" logical read counter of a group.
 pub const INVALID_ENTRIES_READ: i64 = -1;
 
-/// The shape Redis would give one listpack node (see the module comment).
-#[derive(Debug, Clone, PartialEq)]
+/// One node, as Redis would have it (see the module comment): its entries'
+/// fields and values packed in one buffer, and an index of their IDs.
+#[derive(Debug, Clone, PartialEq, Default)]
 struct Node {
     /// Live entries.
     live: u64,
@@ -110,13 +116,27 @@ struct Node {
     /// The master entry's field names: entries with the same fields do not
     /// repeat them.
     master_fields: Listpack,
-    /// Bytes of the entries after the master entry.
+    /// Bytes of the entries after the master entry in Redis's listpack.
     entry_bytes: usize,
-    /// The last ID appended to the node, deleted or not.
-    last: StreamId,
-    /// Its deleted entries, which Redis keeps in the node (flagged) until
-    /// the node goes: a DUMP lays them out as Redis does.
-    tombstones: BTreeMap<StreamId, Listpack>,
+    /// Each entry's fields and values, one after the other, each element
+    /// as its length (LEB128) and its bytes.
+    data: Vec<u8>,
+    /// The entries in ID order, deleted ones included.
+    slots: Vec<Slot>,
+}
+
+/// Where one entry of a node is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Slot {
+    id: StreamId,
+    /// Offset of its elements in the node's data; they end where the next
+    /// slot's start.
+    start: u32,
+    /// Flagged deleted.
+    deleted: bool,
+    /// Its field names are the node's master fields, so only its values
+    /// are stored, as Redis's SAMEFIELDS entries.
+    same_fields: bool,
 }
 
 impl Node {
@@ -137,6 +157,150 @@ impl Node {
             + lp_int_bytes(0)
             + self.entry_bytes
     }
+
+    /// The fields of the entry in slot `at`.
+    fn fields(&self, at: usize) -> Fields<'_> {
+        let start = self.slots[at].start as usize;
+        let end = self
+            .slots
+            .get(at + 1)
+            .map_or(self.data.len(), |next| next.start as usize);
+        Fields {
+            names: self.slots[at].same_fields.then_some(&self.master_fields),
+            bytes: &self.data[start..end],
+        }
+    }
+
+    /// The slot of live entry `id`. Slots are in the order entries were
+    /// added: live ones by ID, but a deleted one may precede a smaller or
+    /// equal ID (XSETID may move the last ID back past deleted entries), so
+    /// this scans the node, as Redis scans its listpack.
+    fn find_live(&self, id: StreamId) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|slot| slot.id == id && !slot.deleted)
+    }
+
+    /// Its live entries in order.
+    fn live(&self) -> impl Iterator<Item = (StreamId, Fields<'_>)> {
+        let slots = self.slots.iter().enumerate();
+        slots
+            .filter(|(_, slot)| !slot.deleted)
+            .map(|(at, slot)| (slot.id, self.fields(at)))
+    }
+
+    /// Its live entries, newest first.
+    fn live_rev(&self) -> impl Iterator<Item = (StreamId, Fields<'_>)> {
+        let slots = self.slots.iter().enumerate().rev();
+        slots
+            .filter(|(_, slot)| !slot.deleted)
+            .map(|(at, slot)| (slot.id, self.fields(at)))
+    }
+
+    /// Its first live entry's ID.
+    fn first_live(&self) -> Option<StreamId> {
+        self.slots
+            .iter()
+            .find(|slot| !slot.deleted)
+            .map(|slot| slot.id)
+    }
+
+    /// The last ID in the node, deleted or not.
+    fn last(&self) -> Option<StreamId> {
+        self.slots.last().map(|slot| slot.id)
+    }
+
+    /// Heap bytes the node's buffers hold.
+    fn heap(&self) -> usize {
+        allocated(self.data.capacity())
+            + allocated(self.slots.capacity() * std::mem::size_of::<Slot>())
+    }
+}
+
+/// An entry's fields and values, alternating, as its node stores them:
+/// all of them, or only the values when the names are the master's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fields<'a> {
+    names: Option<&'a Listpack>,
+    bytes: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    /// Number of elements (fields and values).
+    pub fn len(self) -> usize {
+        match self.names {
+            Some(names) => 2 * names.len(),
+            None => self.stored().count(),
+        }
+    }
+
+    /// True for an entry without elements (never stored).
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements in order.
+    pub fn iter(self) -> impl Iterator<Item = &'a [u8]> {
+        let names = self
+            .names
+            .into_iter()
+            .flat_map(|names| names.iter().map(Some));
+        let paired = names
+            .zip(self.stored())
+            .flat_map(|(name, value)| [name, Some(value)]);
+        let whole = self
+            .names
+            .is_none()
+            .then(|| self.stored())
+            .into_iter()
+            .flatten();
+        paired.flatten().chain(whole)
+    }
+
+    /// The elements stored in the node's buffer.
+    fn stored(self) -> impl Iterator<Item = &'a [u8]> {
+        let mut rest = self.bytes;
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
+            let (len, after) = read_len(rest);
+            let (element, tail) = after.split_at(len.min(after.len()));
+            rest = tail;
+            Some(element)
+        })
+    }
+
+    /// An owned copy.
+    pub fn to_listpack(self) -> Listpack {
+        let mut pack = Listpack::new();
+        pack.push(&self.iter().collect::<Vec<_>>());
+        pack
+    }
+}
+
+/// Appends `element` to `data` as its length (LEB128) and its bytes.
+fn write_element(data: &mut Vec<u8>, element: &[u8]) {
+    let mut n = element.len();
+    while n >= 0x80 {
+        data.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    data.push(n as u8);
+    data.extend_from_slice(element);
+}
+
+/// Reads a length written by [`write_element`]; returns it and the rest.
+fn read_len(bytes: &[u8]) -> (usize, &[u8]) {
+    let (mut n, mut shift) = (0usize, 0);
+    for (i, b) in bytes.iter().enumerate() {
+        n |= ((b & 0x7f) as usize) << shift;
+        if *b < 0x80 {
+            return (n, &bytes[i + 1..]);
+        }
+        shift += 7;
+    }
+    (0, &[])
 }
 
 /// Bytes of a listpack element's back-length for an element of `len` bytes.
@@ -199,6 +363,10 @@ impl Default for NodeLimits {
 /// the configuration, and of one entry's fields and values.
 pub const NODE_MAX_SIZE: usize = 1 << 30;
 
+/// The most entries a node's index is sized for up front, whatever
+/// `stream-node-max-entries` says.
+const NODE_MAX_ENTRIES_RESERVED: usize = 1024;
+
 /// An entry waiting for acknowledgement in a group.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {
@@ -256,14 +424,15 @@ pub struct Trim {
 /// B-tree node space).
 const SLOT_OVERHEAD: usize = 16;
 
-fn entry_cost(fields: &Listpack) -> usize {
-    SLOT_OVERHEAD + std::mem::size_of::<(StreamId, Listpack)>() + allocated(fields.heap_bytes())
-}
+/// Entries a node's index is sized for at first when nodes have no
+/// entry limit.
+const FIRST_SLOTS: usize = 16;
 
 fn node_cost(node: &Node) -> usize {
     SLOT_OVERHEAD
         + std::mem::size_of::<(StreamId, Node)>()
         + allocated(node.master_fields.heap_bytes())
+        + node.heap()
 }
 
 fn name_cost(name: &[u8]) -> usize {
@@ -317,14 +486,14 @@ pub struct NodeView<'a> {
     /// The field names its entries may share.
     pub master_fields: &'a Listpack,
     /// Its entries: ID, deleted, fields and values alternating.
-    pub entries: Vec<(StreamId, bool, &'a Listpack)>,
+    pub entries: Vec<(StreamId, bool, Fields<'a>)>,
 }
 
 /// A stream value.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Stream {
-    entries: BTreeMap<StreamId, Listpack>,
     nodes: BTreeMap<StreamId, Node>,
+    len: usize,
     last_id: StreamId,
     max_deleted_id: StreamId,
     entries_added: u64,
@@ -335,12 +504,12 @@ pub struct Stream {
 impl Stream {
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// True when the stream has no entry (it is kept all the same).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 
     /// Heap bytes owned.
@@ -356,12 +525,21 @@ impl Stream {
     /// The last entry's ID, `None` when empty (the last ID may be past it:
     /// XDEL, XSETID).
     pub fn top_id(&self) -> Option<StreamId> {
-        self.entries.keys().next_back().copied()
+        self.top_or_first(true)
     }
 
     /// The first entry's ID, 0-0 when empty.
     pub fn first_id(&self) -> StreamId {
-        self.entries.keys().next().copied().unwrap_or_default()
+        self.top_or_first(false).unwrap_or_default()
+    }
+
+    /// The last live entry's ID when `top`, else the first's.
+    fn top_or_first(&self, top: bool) -> Option<StreamId> {
+        let edge = match top {
+            true => self.range_rev(StreamId::MIN, StreamId::MAX).next(),
+            false => self.range(StreamId::MIN, StreamId::MAX).next(),
+        };
+        edge.map(|(id, _)| id)
     }
 
     /// The largest ID ever deleted (XDEL, XSETID).
@@ -436,24 +614,33 @@ impl Stream {
                 && (limits.max_entries == 0 || node.live + node.deleted < limits.max_entries as u64)
         });
         if !fits {
-            self.open_node(id, &names);
+            let slots = match limits.max_entries {
+                0 => FIRST_SLOTS,
+                n => n.min(NODE_MAX_ENTRIES_RESERVED),
+            };
+            self.open_node(id, &names, slots);
         }
         self.push_entry(id, fields, false);
         self.last_id = id;
         self.entries_added += 1;
     }
 
-    /// Starts a node at `master` whose entries may share `names`.
-    fn open_node(&mut self, master: StreamId, names: &[&[u8]]) {
+    /// Starts a node at `master` whose entries may share `names`, its
+    /// index sized for `slots` entries. The node before it is complete:
+    /// its buffers are trimmed to their contents.
+    fn open_node(&mut self, master: StreamId, names: &[&[u8]], slots: usize) {
+        if let Some(previous) = self.nodes.values_mut().next_back() {
+            let before = previous.heap();
+            previous.data.shrink_to_fit();
+            previous.slots.shrink_to_fit();
+            self.heap = self.heap - before + previous.heap();
+        }
         let mut master_fields = Listpack::new();
         master_fields.push(names);
         let node = Node {
-            live: 0,
-            deleted: 0,
             master_fields,
-            entry_bytes: 0,
-            last: master,
-            tombstones: BTreeMap::new(),
+            slots: Vec::with_capacity(slots),
+            ..Node::default()
         };
         self.heap += node_cost(&node);
         self.nodes.insert(master, node);
@@ -485,16 +672,25 @@ impl Stream {
             .sum::<usize>();
         bytes += lp_int_bytes(lp_count as i64);
         node.entry_bytes += bytes;
-        node.last = id;
-        let mut pack = Listpack::new();
-        pack.push(fields);
-        self.heap += entry_cost(&pack);
+        let before = node.heap();
+        let start = u32::try_from(node.data.len()).unwrap_or(u32::MAX);
+        node.slots.push(Slot {
+            id,
+            start,
+            deleted,
+            same_fields,
+        });
+        let stored = fields
+            .iter()
+            .skip(usize::from(same_fields))
+            .step_by(if same_fields { 2 } else { 1 });
+        stored.for_each(|f| write_element(&mut node.data, f));
+        self.heap = self.heap - before + node.heap();
         if deleted {
             node.deleted += 1;
-            node.tombstones.insert(id, pack);
         } else {
             node.live += 1;
-            self.entries.insert(id, pack);
+            self.len += 1;
         }
     }
 
@@ -505,9 +701,9 @@ impl Stream {
         &mut self,
         master: StreamId,
         master_fields: &[&[u8]],
-        entries: impl Iterator<Item = (StreamId, bool, Vec<&'a [u8]>)>,
+        entries: impl ExactSizeIterator<Item = (StreamId, bool, Vec<&'a [u8]>)>,
     ) {
-        self.open_node(master, master_fields);
+        self.open_node(master, master_fields, entries.len());
         for (id, deleted, fields) in entries {
             self.push_entry(id, &fields, deleted);
         }
@@ -516,55 +712,96 @@ impl Stream {
     /// Each node as a DUMP lays it out: its master ID, its master fields,
     /// and its entries (ID, deleted, fields and values) in order.
     pub fn nodes(&self) -> Vec<NodeView<'_>> {
-        let mut masters = self.nodes.keys().copied().peekable();
-        let mut views = Vec::with_capacity(self.nodes.len());
-        while let Some(master) = masters.next() {
-            let Some(node) = self.nodes.get(&master) else {
-                continue;
-            };
-            let end = masters
-                .peek()
-                .and_then(|next| next.prev())
-                .unwrap_or(StreamId::MAX);
-            let live = self
-                .entries
-                .range(master..=end)
-                .map(|(id, f)| (*id, false, f));
-            let dead = node.tombstones.iter().map(|(id, f)| (*id, true, f));
-            let mut entries: Vec<_> = live.chain(dead).collect();
-            entries.sort_by_key(|(id, _, _)| *id);
-            views.push(NodeView {
-                master,
+        self.nodes
+            .iter()
+            .map(|(master, node)| NodeView {
+                master: *master,
                 master_fields: &node.master_fields,
-                entries,
-            });
+                entries: (0..node.slots.len())
+                    .map(|at| (node.slots[at].id, node.slots[at].deleted, node.fields(at)))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Where a forward scan for entries from `id` on starts: the last node
+    /// whose master ID is not past `id`. Live entries grow from node to
+    /// node, and every node's live entries are below the next node's
+    /// master ID, so no earlier node holds one at or past `id`.
+    fn scan_from(&self, id: StreamId) -> StreamId {
+        self.nodes
+            .range(..=id)
+            .next_back()
+            .map_or(StreamId::MIN, |(master, _)| *master)
+    }
+
+    /// Where a backward scan for entries up to `id` starts. A node's live
+    /// entries may lie below its own master ID (XSETID can move the last
+    /// ID back past deleted entries, and a later entry then follows them),
+    /// so the scan starts at the last node holding a live entry not past
+    /// `id`, as Redis's iterator finds it.
+    fn scan_back_from(&self, id: StreamId) -> StreamId {
+        let mut at = self.scan_from(id);
+        for (master, node) in self.nodes.range(at..).skip(1) {
+            match node.first_live() {
+                Some(first) if first > id => break,
+                Some(_) => at = *master,
+                None => {}
+            }
         }
-        views
+        at
+    }
+
+    /// The live entry `id`: its node's master ID and its slot.
+    fn locate(&self, id: StreamId) -> Option<(StreamId, usize)> {
+        for (master, node) in self.nodes.range(self.scan_from(id)..) {
+            if let Some(at) = node.find_live(id) {
+                return Some((*master, at));
+            }
+            if node.first_live().is_some_and(|first| first > id) {
+                return None;
+            }
+        }
+        None
     }
 
     /// The entry `id`'s fields and values, alternating.
-    pub fn get(&self, id: StreamId) -> Option<&Listpack> {
-        self.entries.get(&id)
+    pub fn get(&self, id: StreamId) -> Option<Fields<'_>> {
+        let (master, at) = self.locate(id)?;
+        self.nodes.get(&master).map(|node| node.fields(at))
     }
 
-    /// Entries with IDs in `start..=end`, in order (reverse them for
-    /// XREVRANGE).
+    /// Live entries with IDs in `start..=end`, oldest first.
     pub fn range(
         &self,
         start: StreamId,
         end: StreamId,
-    ) -> impl DoubleEndedIterator<Item = (StreamId, &Listpack)> {
-        let range = (start <= end).then_some(start..=end);
-        range
-            .into_iter()
-            .flat_map(move |r| self.entries.range(r))
-            .map(|(id, fields)| (*id, fields))
+    ) -> impl Iterator<Item = (StreamId, Fields<'_>)> {
+        self.nodes
+            .range(self.scan_from(start)..)
+            .flat_map(|(_, node)| node.live())
+            .skip_while(move |(id, _)| *id < start)
+            .take_while(move |(id, _)| *id <= end)
     }
 
-    /// Removes entry `id` as XDEL does (its node shrinks); true if it was
-    /// there. The largest deleted ID is remembered for the lag.
+    /// Live entries with IDs in `start..=end`, newest first (XREVRANGE).
+    pub fn range_rev(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl Iterator<Item = (StreamId, Fields<'_>)> {
+        self.nodes
+            .range(..=self.scan_back_from(end))
+            .rev()
+            .flat_map(|(_, node)| node.live_rev())
+            .skip_while(move |(id, _)| *id > end)
+            .take_while(move |(id, _)| *id >= start)
+    }
+
+    /// Removes entry `id` as XDEL does; true if it was there. The largest
+    /// deleted ID is remembered for the lag.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        if !self.remove_entry(id) {
+        if !self.remove_entry(id, true) {
             return false;
         }
         if id > self.max_deleted_id {
@@ -573,22 +810,22 @@ impl Stream {
         true
     }
 
-    /// Removes entry `id` and flags it deleted in its node, dropping the
-    /// node once nothing live is left in it.
-    fn remove_entry(&mut self, id: StreamId) -> bool {
-        let Some(fields) = self.entries.remove(&id) else {
+    /// Flags entry `id` deleted in its node, as Redis does, dropping the
+    /// node once nothing live is left in it if `drop_emptied` (XDEL does,
+    /// an exact trim leaves the node as Redis's does).
+    fn remove_entry(&mut self, id: StreamId, drop_emptied: bool) -> bool {
+        let Some((master, at)) = self.locate(id) else {
             return false;
         };
-        self.heap -= entry_cost(&fields);
-        if let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() {
-            node.live -= 1;
-            node.deleted += 1;
-            if node.live == 0 {
-                self.remove_node(master);
-            } else {
-                self.heap += entry_cost(&fields);
-                node.tombstones.insert(id, fields);
-            }
+        let Some(node) = self.nodes.get_mut(&master) else {
+            return false;
+        };
+        node.slots[at].deleted = true;
+        node.live -= 1;
+        node.deleted += 1;
+        self.len -= 1;
+        if node.live == 0 && drop_emptied {
+            self.remove_node(master);
         }
         true
     }
@@ -596,7 +833,7 @@ impl Stream {
     fn remove_node(&mut self, master: StreamId) {
         if let Some(node) = self.nodes.remove(&master) {
             self.heap -= node_cost(&node);
-            self.heap -= node.tombstones.values().map(entry_cost).sum::<usize>();
+            self.len -= node.live as usize;
         }
     }
 
@@ -608,37 +845,19 @@ impl Stream {
         let mut removed = 0u64;
         while let Some((&master, node)) = self.nodes.iter().next() {
             let whole = match trim.to {
-                TrimTo::MaxLen(max) => self.entries.len() as u64 - node.live >= max,
-                TrimTo::MinId(min) => node.last < min,
+                TrimTo::MaxLen(max) => self.len as u64 - node.live >= max,
+                TrimTo::MinId(min) => node.last().is_some_and(|last| last < min),
             };
             if !whole {
-                if trim.approx {
-                    break;
+                if !trim.approx {
+                    removed += self.trim_within_node(trim.to);
                 }
-                removed += self.trim_within_node(trim.to);
                 break;
             }
             if trim.limit != 0 && removed + node.live > trim.limit {
                 break;
             }
             removed += node.live;
-            let end = self
-                .nodes
-                .range(master..)
-                .nth(1)
-                .map(|(next, _)| *next)
-                .and_then(StreamId::prev)
-                .unwrap_or(StreamId::MAX);
-            let ids: Vec<StreamId> = self
-                .entries
-                .range(master..=end)
-                .map(|(id, _)| *id)
-                .collect();
-            for id in ids {
-                if let Some(fields) = self.entries.remove(&id) {
-                    self.heap -= entry_cost(&fields);
-                }
-            }
             self.remove_node(master);
         }
         removed
@@ -647,15 +866,15 @@ impl Stream {
     /// An exact trim's removal of single entries from the first node.
     fn trim_within_node(&mut self, to: TrimTo) -> u64 {
         let mut removed = 0;
-        while let Some(&first) = self.entries.keys().next() {
+        while let Some(first) = self.top_or_first(false) {
             let remove = match to {
-                TrimTo::MaxLen(max) => self.entries.len() as u64 > max,
+                TrimTo::MaxLen(max) => self.len as u64 > max,
                 TrimTo::MinId(min) => first < min,
             };
             if !remove {
                 break;
             }
-            self.remove_entry(first);
+            self.remove_entry(first, false);
             removed += 1;
         }
         removed
@@ -857,7 +1076,7 @@ impl Stream {
     /// True if `start..=end` may hold a deleted entry, as Redis's
     /// `streamRangeHasTombstones`.
     pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
-        if self.entries.is_empty() || self.max_deleted_id.is_zero() {
+        if self.len == 0 || self.max_deleted_id.is_zero() {
             return false;
         }
         if self.first_id() > self.max_deleted_id {
@@ -874,7 +1093,7 @@ impl Stream {
             return 0;
         }
         let added = self.entries_added as i64;
-        if self.entries.is_empty() && id <= self.last_id {
+        if self.len == 0 && id <= self.last_id {
             return added;
         }
         match id.cmp(&self.last_id) {
@@ -885,11 +1104,9 @@ impl Stream {
         let first = self.first_id();
         if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
             match id.cmp(&first) {
-                std::cmp::Ordering::Less => return added.wrapping_sub(self.entries.len() as i64),
+                std::cmp::Ordering::Less => return added.wrapping_sub(self.len as i64),
                 std::cmp::Ordering::Equal => {
-                    return added
-                        .wrapping_sub(self.entries.len() as i64)
-                        .wrapping_add(1)
+                    return added.wrapping_sub(self.len as i64).wrapping_add(1)
                 }
                 std::cmp::Ordering::Greater => {}
             }
@@ -924,12 +1141,7 @@ mod tests {
 
     /// Recomputes the heap count from scratch: it must match the running one.
     fn recount(s: &Stream) -> usize {
-        let entries: usize = s.entries.values().map(entry_cost).sum();
-        let nodes: usize = s
-            .nodes
-            .values()
-            .map(|n| node_cost(n) + n.tombstones.values().map(entry_cost).sum::<usize>())
-            .sum();
+        let nodes: usize = s.nodes.values().map(node_cost).sum();
         let groups: usize = s
             .groups
             .iter()
@@ -939,7 +1151,7 @@ mod tests {
                     + g.consumers.keys().map(|c| consumer_cost(c)).sum::<usize>()
             })
             .sum();
-        entries + nodes + groups
+        nodes + groups
     }
 
     #[test]
@@ -1037,7 +1249,26 @@ mod tests {
             copy.restore_node(node.master, &fields, entries);
         }
         copy.set_meta(s.last_id(), Some(5), Some(id(2, 0)));
-        assert_eq!(copy, s);
+        type Layout = Vec<Vec<(StreamId, bool, Vec<Vec<u8>>)>>;
+        let layout = |s: &Stream| -> Layout {
+            s.nodes()
+                .iter()
+                .map(|n| {
+                    let entries = n.entries.iter();
+                    entries
+                        .map(|(id, deleted, f)| {
+                            (*id, *deleted, f.iter().map(<[u8]>::to_vec).collect())
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(layout(&copy), layout(&s));
+        assert_eq!(
+            (copy.len(), copy.max_deleted_id()),
+            (s.len(), s.max_deleted_id())
+        );
+        assert_eq!(copy.heap_bytes(), recount(&copy));
         // Deleting a node's last live entry frees the node, tombstones too.
         assert!(s.delete(id(1, 0)) && s.delete(id(3, 0)));
         assert_eq!(s.node_count(), 1);

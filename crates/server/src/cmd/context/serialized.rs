@@ -5,7 +5,6 @@
 
 use keel_rdb::stream as rdb;
 use keel_rdb::{PayloadError, Thresholds, Value as Plain};
-use keel_store::types::Listpack;
 use keel_store::{End, Hash, Limits, List, Set, Str, Stream, StreamId, Value, ValueRef, ZSet};
 
 use super::{Ctx, Error};
@@ -78,8 +77,8 @@ fn store_id(id: rdb::Id) -> StreamId {
     }
 }
 
-fn owned(fields: &Listpack) -> Vec<Vec<u8>> {
-    fields.iter().map(<[u8]>::to_vec).collect()
+fn owned<'f>(elements: impl Iterator<Item = &'f [u8]>) -> Vec<Vec<u8>> {
+    elements.map(<[u8]>::to_vec).collect()
 }
 
 /// A stream as RDB carries it: its nodes as Redis would have them, its
@@ -90,14 +89,14 @@ fn plain_stream(s: &Stream) -> rdb::Stream {
         .into_iter()
         .map(|node| rdb::Node {
             master: rdb_id(node.master),
-            master_fields: owned(node.master_fields),
+            master_fields: owned(node.master_fields.iter()),
             entries: node
                 .entries
                 .iter()
                 .map(|(id, deleted, fields)| rdb::Entry {
                     id: rdb_id(*id),
                     deleted: *deleted,
-                    fields: owned(fields),
+                    fields: owned(fields.iter()),
                 })
                 .collect(),
         })

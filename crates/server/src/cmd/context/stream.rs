@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use keel_resp::Writer;
-use keel_store::types::stream::{Trim, TrimTo, NODE_MAX_SIZE};
+use keel_store::types::stream::{Fields, Trim, TrimTo, NODE_MAX_SIZE};
 use keel_store::types::Listpack;
 use keel_store::{Stream, StreamId};
 
@@ -225,27 +225,38 @@ pub fn parse_add_or_trim(
     })
 }
 
-/// Writes one entry: its ID and its fields and values.
-pub fn write_entry(w: &mut Writer, id: StreamId, fields: &Listpack) {
+/// Writes one entry: its ID and its `len` fields and values.
+fn write_elements<'f>(
+    w: &mut Writer,
+    id: StreamId,
+    len: usize,
+    elements: impl Iterator<Item = &'f [u8]>,
+) {
     w.array(2);
     w.bulk(id.to_string().as_bytes());
-    w.array(fields.len());
-    fields.iter().for_each(|f| w.bulk(f));
+    w.array(len);
+    elements.for_each(|e| w.bulk(e));
 }
 
-/// Writes entries as an array, stopping early once the reply is full.
-pub fn write_entries(w: &mut Writer, entries: &[(StreamId, &Listpack)]) {
+/// Writes one stored entry: its ID and its fields and values.
+pub fn write_entry(w: &mut Writer, id: StreamId, fields: Fields) {
+    write_elements(w, id, fields.len(), fields.iter());
+}
+
+/// Writes stored entries as an array, stopping early once the reply is full.
+pub fn write_entries(w: &mut Writer, entries: &[(StreamId, Fields)]) {
     w.array(entries.len());
     super::write_each(w, entries.iter(), |w, (id, fields)| {
-        write_entry(w, *id, fields)
+        write_entry(w, *id, *fields)
     });
 }
 
-/// Writes an entry that may have been deleted meanwhile (a null in
-/// place of its fields, as XCLAIM and XREADGROUP reply for such entries).
+/// Writes an entry read earlier, which may have been deleted meanwhile (a
+/// null in place of its fields, as XCLAIM and XREADGROUP reply for such
+/// entries).
 pub fn write_entry_or_deleted(w: &mut Writer, id: StreamId, fields: Option<&Listpack>) {
     match fields {
-        Some(fields) => write_entry(w, id, fields),
+        Some(fields) => write_elements(w, id, fields.len(), fields.iter()),
         None => {
             w.array(2);
             w.bulk(id.to_string().as_bytes());
@@ -303,7 +314,7 @@ pub fn read_after(stream: &Stream, after: StreamId, limit: usize) -> Read {
     stream
         .range(start, StreamId::MAX)
         .take(limit)
-        .map(|(id, fields)| (id, Some(fields.clone())))
+        .map(|(id, fields)| (id, Some(fields.to_listpack())))
         .collect()
 }
 
@@ -337,7 +348,7 @@ pub fn read_group(
             let entries: Read = stream
                 .range(start, StreamId::MAX)
                 .take(limit)
-                .map(|(id, fields)| (id, Some(fields.clone())))
+                .map(|(id, fields)| (id, Some(fields.to_listpack())))
                 .collect();
             for (id, _) in &entries {
                 stream.advance_group(group, *id);
@@ -358,7 +369,7 @@ pub fn read_group(
                 .unwrap_or_default();
             ids.into_iter()
                 .map(|id| {
-                    let fields = stream.get(id).cloned();
+                    let fields = stream.get(id).map(Fields::to_listpack);
                     if fields.is_some() {
                         stream.deliver(group, consumer, id, now_ms, true);
                     }

@@ -5,11 +5,12 @@
 //! meanwhile leave the PEL.
 
 use bytes::Bytes;
+use keel_store::types::stream::Fields;
 use keel_store::{Stream, StreamId};
 
 use crate::cmd::context::collection::{update_tracked, Edit, Missing};
 use crate::cmd::context::stream::{
-    c_str, no_key_or_group, parse_range_end, parse_strict_id, write_entry, CLASS,
+    c_str, no_key_or_group, parse_range_end, parse_strict_id, write_entry_or_deleted, CLASS,
 };
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Spec, BASE};
 
@@ -92,7 +93,7 @@ fn write_claimed(ctx: &mut Ctx, claimed: &[Claimed]) {
     for c in claimed {
         match c {
             Claimed::Id(id) => w.bulk(id.to_string().as_bytes()),
-            Claimed::Entry(id, Some(fields)) => write_entry(&mut w, *id, fields),
+            Claimed::Entry(id, Some(fields)) => write_entry_or_deleted(&mut w, *id, Some(fields)),
             Claimed::Entry(_, None) => w.null(),
         }
     }
@@ -175,7 +176,7 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             claim(s, group, consumer, id, (time, count), now_ms, &mut created);
             claimed.push(match justid {
                 true => Claimed::Id(id),
-                false => Claimed::Entry(id, s.get(id).cloned()),
+                false => Claimed::Entry(id, s.get(id).map(Fields::to_listpack)),
             });
         }
         Ok((claimed, created))
@@ -253,7 +254,7 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             );
             claimed.push(match justid {
                 true => Claimed::Id(id),
-                false => Claimed::Entry(id, s.get(id).cloned()),
+                false => Claimed::Entry(id, s.get(id).map(Fields::to_listpack)),
             });
         }
         let next = cursor

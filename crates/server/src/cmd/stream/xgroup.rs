@@ -44,26 +44,17 @@ const CREATE: Spec = Spec {
     flags: &["write", "denyoom"],
     summary: "Create a consumer group.",
     run: |ctx, args| {
-        let mut mkstream = false;
-        let mut entries_read = INVALID_ENTRIES_READ;
-        let mut i = 5;
-        while i < args.len() {
-            if is(&args[i], "mkstream") {
-                mkstream = true;
-            } else if is(&args[i], "entriesread") && i + 1 < args.len() {
-                entries_read = parse_entries_read(&args[i + 1])?;
-                i += 1;
-            } else {
-                return Err(subcommand_syntax_error(args));
-            }
-            i += 1;
-        }
+        let (mkstream, entries_read) = parse_options(args, true)?;
         let missing = if mkstream {
             Missing::Create
         } else {
             Missing::Skip
         };
         let created = group_op(ctx, args, missing, "xgroup-create", |s| {
+            // Redis checks the count last: a repeated MKSTREAM parses.
+            if args.len() > 8 {
+                return Err(subcommand_syntax_error(args));
+            }
             let id = match &args[4][..] {
                 b"$" => s.last_id(),
                 id => parse_strict_id(id)?,
@@ -85,12 +76,7 @@ const SETID: Spec = Spec {
     arity: -5,
     summary: "Set a consumer group to an arbitrary last delivered ID value.",
     run: |ctx, args| {
-        let mut entries_read = INVALID_ENTRIES_READ;
-        match args.len() {
-            5 => {}
-            7 if is(&args[5], "entriesread") => entries_read = parse_entries_read(&args[6])?,
-            _ => return Err(subcommand_syntax_error(args)),
-        }
+        let (_, entries_read) = parse_options(args, false)?;
         group_op(ctx, args, Missing::Skip, "xgroup-setid", |s| {
             if s.group(&args[3]).is_none() {
                 return Err(no_group(&args[2], &args[3]));
@@ -210,6 +196,27 @@ fn write_help(ctx: &mut Ctx, lines: &[&str]) {
 }
 
 const REQUIRES_KEY: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
+
+/// CREATE's and SETID's options after the ID: MKSTREAM (CREATE only,
+/// when `mkstream` allows it) and ENTRIESREAD, parsed as Redis does before
+/// it looks the key up.
+fn parse_options(args: &[Bytes], mkstream: bool) -> Result<(bool, i64), Error> {
+    let mut make = false;
+    let mut entries_read = INVALID_ENTRIES_READ;
+    let mut i = 5;
+    while i < args.len() {
+        if mkstream && is(&args[i], "mkstream") {
+            make = true;
+        } else if is(&args[i], "entriesread") && i + 1 < args.len() {
+            entries_read = parse_entries_read(&args[i + 1])?;
+            i += 1;
+        } else {
+            return Err(subcommand_syntax_error(args));
+        }
+        i += 1;
+    }
+    Ok((make, entries_read))
+}
 
 /// ENTRIESREAD's value: positive, or -1 for "unknown".
 fn parse_entries_read(arg: &[u8]) -> Result<i64, Error> {

@@ -193,9 +193,8 @@ fn write_summary(w: &mut Writer, s: &Stream) {
     write_head(w, s);
     w.bulk(b"groups");
     w.integer(s.groups().len() as i64);
-    let mut all = s.range(StreamId::MIN, StreamId::MAX);
-    let first = all.next();
-    let last = all.next_back().or(first);
+    let first = s.range(StreamId::MIN, StreamId::MAX).next();
+    let last = s.range_rev(StreamId::MIN, StreamId::MAX).next();
     for (name, entry) in [(&b"first-entry"[..], first), (b"last-entry", last)] {
         w.bulk(name);
         match entry {
@@ -216,7 +215,7 @@ fn write_full(w: &mut Writer, s: &Stream, count: i64) {
     let entries: Vec<_> = s.range(StreamId::MIN, StreamId::MAX).take(limit).collect();
     w.array(entries.len());
     write_each(w, entries.iter(), |w, (id, fields)| {
-        write_entry(w, *id, fields)
+        write_entry(w, *id, *fields)
     });
     w.bulk(b"groups");
     w.array(s.groups().len());

@@ -59,10 +59,9 @@ fn range(ctx: &mut Ctx, args: &[Bytes], rev: bool) -> Result<(), Error> {
             return Ok(());
         }
         let limit = count.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        let entries = stream.range(start, end);
         let entries: Vec<_> = match rev {
-            true => entries.rev().take(limit).collect(),
-            false => entries.take(limit).collect(),
+            true => stream.range_rev(start, end).take(limit).collect(),
+            false => stream.range(start, end).take(limit).collect(),
         };
         write_entries(&mut w, &entries);
         Ok(())
