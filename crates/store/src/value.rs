@@ -343,6 +343,17 @@ impl<'a> ValueRef<'a> {
         }
     }
 
+    /// Allocations freeing the value walks, where its heap bytes understate
+    /// them: a stream packs many small entries per node, so a stream of
+    /// thousands of nodes may own less heap than the lazyfree threshold.
+    /// Other types count 0 (their heap grows with their elements).
+    pub fn free_effort(self) -> usize {
+        match self {
+            ValueRef::Stream(s) => s.allocations(),
+            _ => 0,
+        }
+    }
+
     /// True for a collection with no element left: such a key is deleted,
     /// as Redis never keeps an empty collection.
     pub fn is_empty_collection(self) -> bool {

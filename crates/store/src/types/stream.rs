@@ -552,6 +552,17 @@ impl Stream {
         self.entries_added
     }
 
+    /// Allocations freeing the stream walks: three per node (index, data,
+    /// master fields) and one per group, consumer and pending entry.
+    pub fn allocations(&self) -> usize {
+        let groups: usize = self
+            .groups
+            .values()
+            .map(|g| 1 + g.consumers.len() + g.pending.len())
+            .sum();
+        3 * self.nodes.len() + groups
+    }
+
     /// Number of nodes Redis would have (XINFO's `radix-tree-keys`).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
