@@ -81,14 +81,8 @@ mod tests {
         let redis = b"\xf5@B#!lua name=l\nredis.register_function('f', function() return 1 end)\n\x00b\x95h\xe6_A+\xe2";
         let payload = dump_functions(&[&code[..]]);
         assert_eq!(payload, redis);
-        assert_eq!(
-            restore_functions(&payload, usize::MAX),
-            Ok(vec![code.to_vec()])
-        );
-        assert_eq!(
-            restore_functions(&dump_functions::<&[u8]>(&[]), usize::MAX),
-            Ok(vec![])
-        );
+        assert_eq!(restore_functions(&payload, usize::MAX), Ok(vec![code.to_vec()]));
+        assert_eq!(restore_functions(&dump_functions::<&[u8]>(&[]), usize::MAX), Ok(vec![]));
     }
 
     #[test]
@@ -96,28 +90,13 @@ mod tests {
         let mut payload = dump_functions(&[b"code"]);
         let last = payload.len() - 1;
         payload[last] ^= 1;
-        assert_eq!(
-            restore_functions(&payload, usize::MAX),
-            Err(FunctionsError::VersionOrChecksum)
-        );
-        assert_eq!(
-            restore_functions(b"x", usize::MAX),
-            Err(FunctionsError::VersionOrChecksum)
-        );
+        assert_eq!(restore_functions(&payload, usize::MAX), Err(FunctionsError::VersionOrChecksum));
+        assert_eq!(restore_functions(b"x", usize::MAX), Err(FunctionsError::VersionOrChecksum));
         let not_function = seal(vec![0, 1, b'a']);
-        assert_eq!(
-            restore_functions(&not_function, usize::MAX),
-            Err(FunctionsError::NotAFunction)
-        );
+        assert_eq!(restore_functions(&not_function, usize::MAX), Err(FunctionsError::NotAFunction));
         let truncated = seal(vec![OPCODE_FUNCTION2, 10, b'a']);
-        assert_eq!(
-            restore_functions(&truncated, usize::MAX),
-            Err(FunctionsError::BadLibrary)
-        );
+        assert_eq!(restore_functions(&truncated, usize::MAX), Err(FunctionsError::BadLibrary));
         let big = dump_functions(&[vec![b'x'; 1000]]);
-        assert_eq!(
-            restore_functions(&big, 100),
-            Err(FunctionsError::OverBudget)
-        );
+        assert_eq!(restore_functions(&big, 100), Err(FunctionsError::OverBudget));
     }
 }

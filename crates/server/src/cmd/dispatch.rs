@@ -254,11 +254,11 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             };
             return reject(ctx, Some(id), busy.into());
         }
-        if (ctx.client.tx.queued.is_none() || spec.name == "exec")
-            && waits_for_script(server, ctx.client, spec, args)
-        {
-            ctx.client.after_reply = Some(AfterReply::WaitForScript);
-            return;
+        if ctx.client.tx.queued.is_none() || spec.name == "exec" {
+            if waits_for_script(server, ctx.client, spec, args) {
+                ctx.client.after_reply = Some(AfterReply::WaitForScript);
+                return;
+            }
         }
     }
     if transaction::refused_over_maxmemory(spec, ctx.client) {
@@ -515,13 +515,7 @@ impl Execution {
 
     /// Records a script command's whole run, which took `elapsed`: its
     /// statistics, latency and slow log entry.
-    pub fn record_run(
-        self,
-        server: &Server,
-        client: &ClientHandle,
-        elapsed: Duration,
-        failed: bool,
-    ) {
+    pub fn record_run(self, server: &Server, client: &ClientHandle, elapsed: Duration, failed: bool) {
         server.stats.record_call(self.id, elapsed, failed);
         record_execution(server, client, self.id, &self.args, &[], elapsed);
     }

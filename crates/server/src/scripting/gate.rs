@@ -166,17 +166,9 @@ impl Gate {
 
     /// Script `name`, run by `command`, starts at `now_ms`; other commands
     /// see it until [`Gate::end`].
-    pub fn start(
-        &self,
-        kind: Kind,
-        name: &str,
-        command: &[bytes::Bytes],
-        now_ms: u64,
-        threshold_ms: u64,
-    ) {
+    pub fn start(&self, kind: Kind, name: &str, command: &[bytes::Bytes], now_ms: u64, threshold_ms: u64) {
         *self.called.lock() = (name.to_string(), command.to_vec());
-        self.function
-            .store(kind == Kind::Function, Ordering::Relaxed);
+        self.function.store(kind == Kind::Function, Ordering::Relaxed);
         self.wrote.store(false, Ordering::Relaxed);
         self.threshold_ms.store(threshold_ms, Ordering::Relaxed);
         self.started_ms.store(now_ms.max(1), Ordering::Release);
@@ -209,9 +201,7 @@ impl Gate {
                 std::thread::yield_now();
                 if !warned && since.elapsed() > Duration::from_secs(1) {
                     warned = true;
-                    crate::warning!(
-                        "A script has waited 1 s for a command to leave the shards it claimed"
-                    );
+                    crate::warning!("A script has waited 1 s for a command to leave the shards it claimed");
                 }
             }
         }
@@ -238,10 +228,7 @@ impl Gate {
             if running.past_threshold {
                 return;
             }
-            let left = self
-                .threshold_ms
-                .load(Ordering::Relaxed)
-                .saturating_sub(running.elapsed_ms);
+            let left = self.threshold_ms.load(Ordering::Relaxed).saturating_sub(running.elapsed_ms);
             let _ = tokio::time::timeout(Duration::from_millis(left.max(1)), ended).await;
         }
     }
@@ -276,10 +263,7 @@ mod tests {
             })
         };
         std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !claimed.load(Ordering::SeqCst),
-            "the claim waits for the command"
-        );
+        assert!(!claimed.load(Ordering::SeqCst), "the claim waits for the command");
         assert!(gate.conflicts(&[0b110]) && !gate.conflicts(&[0b011]));
         leave_tx.send(()).unwrap();
         command.join().unwrap();

@@ -368,15 +368,9 @@ impl Session<'_> {
             Err(e) => return self.w().error(&e),
         };
         let name = sha.clone();
-        self.run(
-            Kind::Eval,
-            &name,
-            command,
-            flags,
-            read_only,
-            &keys,
-            |engines, host, w| engines.scripts.run(&sha, &keys, &args, host, w),
-        );
+        self.run(Kind::Eval, &name, command, flags, read_only, &keys, |engines, host, w| {
+            engines.scripts.run(&sha, &keys, &args, host, w)
+        });
     }
 
     /// FCALL and FCALL_RO: finds the function, then runs it as
@@ -391,15 +385,9 @@ impl Session<'_> {
             Err(e) => return self.w().error(&e.0),
         };
         let shown = String::from_utf8_lossy(name).into_owned();
-        self.run(
-            Kind::Function,
-            &shown,
-            command,
-            flags,
-            read_only,
-            &keys,
-            |engines, host, w| engines.functions.run(name, &keys, &args, host, w),
-        );
+        self.run(Kind::Function, &shown, command, flags, read_only, &keys, |engines, host, w| {
+            engines.functions.run(name, &keys, &args, host, w)
+        });
     }
 
     /// Runs a script of `kind` with `flags` over `keys`: refuses it as
@@ -469,10 +457,7 @@ impl Session<'_> {
             gate.end();
         }
         if ended.reached_undeclared_keys {
-            server
-                .scripting
-                .undeclared_keys
-                .fetch_add(1, Ordering::Relaxed);
+            server.scripting.undeclared_keys.fetch_add(1, Ordering::Relaxed);
         }
         self.ready.extend(ended.ready);
     }

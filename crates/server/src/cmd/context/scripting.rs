@@ -52,10 +52,7 @@ impl Ctx<'_> {
 /// The keys and arguments after a script call's `numkeys` (argument 2),
 /// with Redis's errors; `bad_count` is the error for a count that is no
 /// integer (EVAL and FCALL word it differently).
-pub fn keys_and_args(
-    args: &[Bytes],
-    bad_count: &'static str,
-) -> Result<(Vec<Bytes>, Vec<Bytes>), Error> {
+pub fn keys_and_args(args: &[Bytes], bad_count: &'static str) -> Result<(Vec<Bytes>, Vec<Bytes>), Error> {
     let numkeys = parse_i64(&args[2]).map_err(|_| Error::from(bad_count))?;
     if numkeys < 0 {
         return Err("ERR Number of keys can't be negative".into());

@@ -9,32 +9,14 @@ use bytes::Bytes;
 use crate::cmd::context::scripting::Source;
 use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
 
-const fn spec(
-    name: &'static str,
-    summary: &'static str,
-    read_only: bool,
-    run: crate::cmd::context::Handler,
-) -> Spec {
+const fn spec(name: &'static str, summary: &'static str, read_only: bool, run: crate::cmd::context::Handler) -> Spec {
     Spec {
         name,
         arity: -3,
         flags: if read_only {
-            &[
-                "readonly",
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
+            &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"]
         } else {
-            &[
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
+            &["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"]
         },
         acl: &["@slow", "@scripting"],
         group: "scripting",
@@ -48,19 +30,13 @@ const fn spec(
 }
 
 /// EVAL.
-pub const EVAL: Spec = spec(
-    "eval",
-    "Execute a Lua script server side",
-    false,
-    |ctx, args| eval(ctx, args, false, false),
-);
+pub const EVAL: Spec = spec("eval", "Execute a Lua script server side", false, |ctx, args| {
+    eval(ctx, args, false, false)
+});
 /// EVALSHA.
-pub const EVALSHA: Spec = spec(
-    "evalsha",
-    "Execute a Lua script server side",
-    false,
-    |ctx, args| eval(ctx, args, true, false),
-);
+pub const EVALSHA: Spec = spec("evalsha", "Execute a Lua script server side", false, |ctx, args| {
+    eval(ctx, args, true, false)
+});
 /// EVAL_RO.
 pub const EVAL_RO: Spec = spec(
     "eval_ro",

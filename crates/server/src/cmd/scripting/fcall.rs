@@ -6,32 +6,14 @@ use bytes::Bytes;
 
 use crate::cmd::context::{keys, Ctx, Error, Spec, BASE};
 
-const fn spec(
-    name: &'static str,
-    summary: &'static str,
-    read_only: bool,
-    run: crate::cmd::context::Handler,
-) -> Spec {
+const fn spec(name: &'static str, summary: &'static str, read_only: bool, run: crate::cmd::context::Handler) -> Spec {
     Spec {
         name,
         arity: -3,
         flags: if read_only {
-            &[
-                "readonly",
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
+            &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"]
         } else {
-            &[
-                "noscript",
-                "stale",
-                "skip_monitor",
-                "no_mandatory_keys",
-                "movablekeys",
-            ]
+            &["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"]
         },
         acl: &["@slow", "@scripting"],
         group: "scripting",
@@ -45,16 +27,11 @@ const fn spec(
 }
 
 /// FCALL.
-pub const FCALL: Spec = spec("fcall", "Invoke a function", false, |ctx, args| {
-    fcall(ctx, args, false)
-});
+pub const FCALL: Spec = spec("fcall", "Invoke a function", false, |ctx, args| fcall(ctx, args, false));
 /// FCALL_RO.
-pub const FCALL_RO: Spec = spec(
-    "fcall_ro",
-    "Invoke a read-only function",
-    true,
-    |ctx, args| fcall(ctx, args, true),
-);
+pub const FCALL_RO: Spec = spec("fcall_ro", "Invoke a read-only function", true, |ctx, args| {
+    fcall(ctx, args, true)
+});
 
 fn fcall(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Result<(), Error> {
     let command = args.to_vec();

@@ -18,17 +18,7 @@ pub const SPEC: Spec = Spec {
     summary: "A container for function commands",
     since: "7.0.0",
     complexity: "Depends on subcommand.",
-    subcommands: &[
-        &FLUSH,
-        &RESTORE,
-        &FUNCTION_HELP,
-        &KILL,
-        &LOAD,
-        &DELETE,
-        &DUMP,
-        &LIST,
-        &STATS,
-    ],
+    subcommands: &[&FLUSH, &RESTORE, &FUNCTION_HELP, &KILL, &LOAD, &DELETE, &DUMP, &LIST, &STATS],
     ..BASE
 };
 
@@ -110,10 +100,7 @@ fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         };
         let mut out = bytes::BytesMut::new();
         let mut w = keel_resp::Writer::new(&mut out, session.protocol());
-        session
-            .engines()
-            .functions
-            .list(&matches, with_code, &mut w);
+        session.engines().functions.list(&matches, with_code, &mut w);
         session.w().raw(&out);
     });
     Ok(())
@@ -187,18 +174,19 @@ const RESTORE: Spec = Spec {
 };
 
 fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
-    let policy =
-        match args {
-            [_, _, _] => RestorePolicy::Append,
-            [_, _, _, policy] if is(policy, "append") => RestorePolicy::Append,
-            [_, _, _, policy] if is(policy, "replace") => RestorePolicy::Replace,
-            [_, _, _, policy] if is(policy, "flush") => RestorePolicy::Flush,
-            [_, _, _, _] => return Err(
+    let policy = match args {
+        [_, _, _] => RestorePolicy::Append,
+        [_, _, _, policy] if is(policy, "append") => RestorePolicy::Append,
+        [_, _, _, policy] if is(policy, "replace") => RestorePolicy::Replace,
+        [_, _, _, policy] if is(policy, "flush") => RestorePolicy::Flush,
+        [_, _, _, _] => {
+            return Err(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
                     .into(),
-            ),
-            _ => return Err(subcommand_syntax_error(args)),
-        };
+            )
+        }
+        _ => return Err(subcommand_syntax_error(args)),
+    };
     let payload = args[2].clone();
     ctx.script_job(move |session| {
         let budget = crate::scripting::DEFAULT_HEAP_LIMIT;
@@ -221,8 +209,7 @@ const STATS: Spec = Spec {
     name: "function|stats",
     arity: 2,
     flags: &["noscript", "allow_busy"],
-    summary:
-        "Return information about the function currently running (name, description, duration)",
+    summary: "Return information about the function currently running (name, description, duration)",
     run: |ctx, _| {
         let scripting = &ctx.server.scripting;
         let running = scripting.gate.running(ctx.now_ms);
