@@ -209,9 +209,13 @@ def test_xread_block_served_by_xadd(c, connect):
 
 
 def test_xread_block_inside_multi_does_not_block(c):
+    c.call("XGROUP", "CREATE", "g", "grp", "$", "MKSTREAM")
     assert c.call("MULTI") == OK
     assert c.call("XREAD", "BLOCK", "0", "STREAMS", "s", "$") == Status("QUEUED")
-    assert c.call("EXEC") == [None]
+    assert c.call("XREADGROUP", "GROUP", "grp", "c", "BLOCK", "0", "STREAMS", "g", ">") == Status(
+        "QUEUED"
+    )
+    assert c.call("EXEC") == [None, None]
 
 
 def test_xread_block_inside_script_is_refused(c):
