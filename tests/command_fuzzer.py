@@ -148,6 +148,12 @@ COMMAND_NAME = "(get | set | config | zunionstore | memory | blpop | nosuch)"
 RESTORE = ("key ttl:integer serialized-value:string [REPLACE] [ABSTTL] [IDLETIME seconds:integer]"
            " [FREQ frequency:integer]")
 GEO_UNIT = "(M | KM | FT | MI)"
+# Stream IDs: explicit ones, partial ones, the ends, and garbage.
+STREAM_ID = ("(0 | 1 | 2-1 | 5 | 18446744073709551615-18446744073709551615 | 1-* | - | +"
+             " | id:string)")
+STREAM_TRIM = "[(MAXLEN | MINID) [= | ~] threshold:string [LIMIT count:integer]]"
+# XREAD's BLOCK is in milliseconds: short waits, and invalid ones.
+STREAM_BLOCK = "[BLOCK (1 | 10 | 20 | -1 | 0.5 | abc)]"
 GEO_RADIUS = (f"radius:double {GEO_UNIT} [WITHCOORD] [WITHDIST] [WITHHASH]"
               " [COUNT count:integer [ANY]] [ASC | DESC]")
 GEO_STORE = "[STORE key] [STOREDIST key]"
@@ -427,9 +433,40 @@ ARGUMENT_SYNTAX = {
     "function|stats": "",
     "function|kill": "",
     "function|help": "",
+    "xadd": f"key [NOMKSTREAM] {STREAM_TRIM} (* | {STREAM_ID}) (field:string value:string)...",
+    "xlen": "key",
+    "xrange": f"key {STREAM_ID} {STREAM_ID} [COUNT count:integer]",
+    "xrevrange": f"key {STREAM_ID} {STREAM_ID} [COUNT count:integer]",
+    "xdel": f"key {STREAM_ID}...",
+    "xtrim": "key (MAXLEN | MINID) [= | ~] threshold:string [LIMIT count:integer]",
+    "xsetid": f"key {STREAM_ID} [ENTRIESADDED entries-added:integer] [MAXDELETEDID {STREAM_ID}]",
+    "xread": f"[COUNT count:integer] {STREAM_BLOCK} STREAMS key... ($ | {STREAM_ID})...",
+    "xreadgroup": f"GROUP (g | group:string) (c | consumer:string) [COUNT count:integer] {STREAM_BLOCK}"
+                  f" [NOACK] STREAMS key... (> | {STREAM_ID})...",
+    "xgroup": "",
+    "xgroup|create": f"key (g | group:string) ($ | {STREAM_ID}) [MKSTREAM] [ENTRIESREAD entries-read:integer]",
+    "xgroup|setid": f"key (g | group:string) ($ | {STREAM_ID}) [ENTRIESREAD entries-read:integer]",
+    "xgroup|destroy": "key (g | group:string)",
+    "xgroup|createconsumer": "key (g | group:string) (c | consumer:string)",
+    "xgroup|delconsumer": "key (g | group:string) (c | consumer:string)",
+    "xgroup|help": "",
+    "xack": f"key (g | group:string) {STREAM_ID}...",
+    "xpending": f"key (g | group:string) [[IDLE min-idle-time:integer] {STREAM_ID} {STREAM_ID}"
+                " count:integer [(c | consumer:string)]]",
+    "xclaim": f"key (g | group:string) (c | consumer:string) min-idle-time:integer {STREAM_ID}..."
+              f" [IDLE ms:integer] [TIME unix-time-milliseconds:unix-time] [RETRYCOUNT count:integer]"
+              f" [FORCE] [JUSTID] [LASTID {STREAM_ID}]",
+    "xautoclaim": f"key (g | group:string) (c | consumer:string) min-idle-time:integer {STREAM_ID}"
+                  " [COUNT count:integer] [JUSTID]",
+    "xinfo": "",
+    "xinfo|stream": "key [FULL [COUNT count:integer]]",
+    "xinfo|groups": "key",
+    "xinfo|consumers": "key (g | group:string)",
+    "xinfo|help": "",
 }
 # Commands that block: drawn with BLOCKING_TIMEOUT, and never mutated.
-BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items() if BLOCKING_TIMEOUT in syntax}
+BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items()
+            if BLOCKING_TIMEOUT in syntax or STREAM_BLOCK in syntax}
 
 # Commands keel has that the fuzzer never sends (the reasons are in the docstring).
 # A pause, a monitor or CLIENT REPLY OFF would stop the fuzzer's replies.
@@ -500,6 +537,9 @@ TYPED_KEYS = {
     "bigset": [["SADD", "bigset"] + [f"m{i}" for i in range(300)]],
     "zset": [["ZADD", "zset", "1", "a", "2", "b", "2", "c"]],
     "bigzset": [["ZADD", "bigzset"] + [x for i in range(300) for x in (str(i % 7), f"z{i}")]],
+    "stream": [["XADD", "stream", "1", "f", "v"], ["XADD", "stream", "2", "f", "w", "g", "x"],
+               ["XGROUP", "CREATE", "stream", "g", "0"],
+               ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "stream", ">"]],
 }
 SETUP_COMMANDS = [argv for commands in TYPED_KEYS.values() for argv in commands]
 KEY_POOL = list(TYPED_KEYS) + ["new1", "new2", "{t}new3", ""]

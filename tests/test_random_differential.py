@@ -101,6 +101,7 @@ class CommandGenerator:
             self.sort_cmd: 6,
             self.misc2_cmd: 5,
             self.pubsub_client_cmd: 2,
+            self.stream_cmd: 10,
         }
         # What scripts run: any command but another script.
         self.inner_makers, self.inner_weights = list(weights), list(weights.values())
@@ -541,6 +542,60 @@ class CommandGenerator:
         if "ABSTTL" in options and ttl == "100000":
             ttl = "1"
         return ["RESTORE", k, ttl, payload] + args
+
+    STREAM_KEYS = ["st0", "st1", "st2"]
+
+    def stream_cmd(self):
+        """Streams and consumer groups, with explicit IDs only and no reply
+        that shows a time (idle times, XINFO STREAM's tree sizes)."""
+        rng = self.rng
+        k = rng.choice(self.STREAM_KEYS) if rng.random() < 0.9 else self.key()
+
+        def sid(forms=("ms", "ms-seq", "ms-seq", "bad")):
+            form = rng.choice(forms)
+            ms, seq = rng.randint(0, 40), rng.randint(0, 3)
+            return {"ms": str(ms), "ms-seq": f"{ms}-{seq}", "ms-*": f"{ms}-*",
+                    "bad": rng.choice(["x", "1-x", "", "-1", "18446744073709551616"])}[form]
+
+        def bound():
+            return rng.choice(["-", "+", sid(), "(" + sid(("ms", "ms-seq")), sid(("ms",))])
+
+        def trim():
+            strategy = rng.choice([["MAXLEN", str(rng.randint(0, 12))], ["MINID", sid(("ms", "ms-seq"))]])
+            op = rng.choice([[], ["="], ["~"]])
+            limit = ["LIMIT", str(rng.randint(0, 5))] if op == ["~"] and rng.random() < 0.3 else []
+            return strategy[:1] + op + strategy[1:] + limit
+
+        group, consumer = rng.choice(["g1", "g2", "nog"]), rng.choice(["c1", "c2", "c3"])
+        fields = [self.field(), self.value()] * rng.randint(1, 2)
+        return rng.choice([
+            lambda: ["XADD", k] + (["NOMKSTREAM"] if rng.random() < 0.1 else [])
+            + (trim() if rng.random() < 0.3 else []) + [sid(("ms", "ms-seq", "ms-*", "ms-seq"))] + fields,
+            lambda: ["XLEN", k],
+            lambda: [rng.choice(["XRANGE", "XREVRANGE"]), k, bound(), bound()]
+            + rng.choice([[], ["COUNT", self.integer(-1, 4)]]),
+            lambda: ["XDEL", k] + [sid() for _ in range(rng.randint(1, 3))],
+            lambda: ["XTRIM", k] + trim(),
+            lambda: ["XSETID", k, sid()] + rng.choice([[], ["ENTRIESADDED", self.integer(0, 50)],
+                                                       ["MAXDELETEDID", sid()]]),
+            lambda: ["XREAD"] + rng.choice([[], ["COUNT", self.integer(0, 3)]])
+            + ["STREAMS", k, rng.choice(["$", sid(), "0"])],
+            lambda: ["XGROUP", "CREATE", k, group, rng.choice(["$", "0", sid()])]
+            + rng.choice([[], ["MKSTREAM"], ["ENTRIESREAD", self.integer(-2, 10)]]),
+            lambda: ["XGROUP", "SETID", k, group, rng.choice(["$", "0", sid()])],
+            lambda: ["XGROUP", rng.choice(["CREATECONSUMER", "DELCONSUMER"]), k, group, consumer],
+            lambda: ["XGROUP", "DESTROY", k, group],
+            lambda: ["XREADGROUP", "GROUP", group, consumer]
+            + rng.choice([[], ["COUNT", self.integer(0, 3)]]) + rng.choice([[], ["NOACK"]])
+            + ["STREAMS", k, rng.choice([">", ">", "0", sid()])],
+            lambda: ["XACK", k, group] + [sid() for _ in range(rng.randint(1, 3))],
+            lambda: ["XPENDING", k, group],
+            lambda: ["XCLAIM", k, group, consumer, "0", sid(), sid()]
+            + rng.choice([[], ["JUSTID"], ["FORCE", "JUSTID"], ["RETRYCOUNT", "3"], ["LASTID", sid()]]),
+            lambda: ["XAUTOCLAIM", k, group, consumer, "0", bound()]
+            + rng.choice([[], ["COUNT", self.integer(0, 3)], ["JUSTID"]]),
+            lambda: ["XINFO", "GROUPS", k],
+        ])()
 
     def geo_cmd(self):
         """GEO commands over the same keys as the sorted sets: points on a

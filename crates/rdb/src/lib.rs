@@ -12,6 +12,7 @@
 //!   version and CRC-64 footer): [`dump`], [`restore`];
 //! - [`packed`]: listpacks, ziplists, zipmaps and intsets, the blobs
 //!   inside objects;
+//! - [`stream`]: streams, their nodes' listpacks and consumer groups;
 //! - [`functions`]: the FUNCTION DUMP/RESTORE payload of function
 //!   libraries;
 //! - [`lzf`]: the compression of long strings;
@@ -26,6 +27,7 @@ pub mod lzf;
 pub mod object;
 pub mod packed;
 pub mod payload;
+pub mod stream;
 
 pub use functions::{dump_functions, restore_functions, FunctionsError};
 pub use object::{read_object, read_object_within, write_object, Refused};
@@ -44,6 +46,8 @@ pub enum Value {
     SortedSet(Vec<(Vec<u8>, f64)>),
     /// A hash: distinct fields with their values.
     Hash(Pairs),
+    /// A stream, its nodes and consumer groups.
+    Stream(Box<stream::Stream>),
 }
 
 /// Fields and their values, in order.

@@ -18,8 +18,8 @@
 //! ones, and LZF-compressed past 20 bytes when that saves 4 bytes or
 //! more, as Redis does with `rdbcompression yes` (its default).
 //!
-//! Reading accepts every form Redis 7.0 loads, streams and modules
-//! excepted (keel has neither).
+//! Reading accepts every form Redis 7.0 loads, modules excepted (keel has
+//! none); streams are in [`crate::stream`].
 
 use std::collections::HashSet;
 
@@ -27,6 +27,7 @@ use foldhash::fast::RandomState;
 
 use crate::lzf::{self, Compressor};
 use crate::packed::{self, ListpackWriter};
+use crate::stream;
 use crate::{parse_canonical_i64, Cursor, Malformed, Pairs, Thresholds, Value};
 
 /// RDB object types (`RDB_TYPE_*`).
@@ -43,9 +44,11 @@ mod kind {
     pub const ZSET_ZIPLIST: u8 = 12;
     pub const HASH_ZIPLIST: u8 = 13;
     pub const LIST_QUICKLIST: u8 = 14;
+    pub const STREAM_LISTPACKS: u8 = 15;
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
 /// Quicklist node containers in `LIST_QUICKLIST_2`.
@@ -230,6 +233,10 @@ fn read_body(c: &mut Cursor, b: &mut Budget) -> Result<Value, Malformed> {
             }
             Value::List(elements)
         }
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
+            let v2 = rdb_type == kind::STREAM_LISTPACKS_2;
+            Value::Stream(Box::new(stream::read(&mut Reader { c, b }, v2)?))
+        }
         _ => return Err(Malformed),
     };
     check(&value)?;
@@ -245,7 +252,7 @@ fn check(value: &Value) -> Result<(), Malformed> {
         items.all(|item| seen.insert(item))
     }
     let fine = match value {
-        Value::String(_) => true,
+        Value::String(_) | Value::Stream(_) => true,
         Value::List(elements) => !elements.is_empty(),
         Value::Set(members) => !members.is_empty() && distinct(members.iter().map(|m| &m[..])),
         Value::Hash(pairs) => !pairs.is_empty() && distinct(pairs.iter().map(|(f, _)| &f[..])),
@@ -425,6 +432,47 @@ pub fn write_object(value: &Value, thresholds: &Thresholds, out: &mut Vec<u8>) {
             }
         }
         Value::SortedSet(pairs) => w.sorted_set(pairs, thresholds),
+        Value::Stream(s) => {
+            w.out.push(kind::STREAM_LISTPACKS_2);
+            stream::write(s, &mut w);
+        }
+    }
+}
+
+/// The object reader's codecs, as the stream reader uses them.
+struct Reader<'c, 'a> {
+    c: &'c mut Cursor<'a>,
+    b: &'c mut Budget,
+}
+
+impl stream::Source for Reader<'_, '_> {
+    fn length(&mut self) -> Result<u64, Malformed> {
+        read_length(self.c)
+    }
+    fn string(&mut self) -> Result<Vec<u8>, Malformed> {
+        read_string(self.c, self.b)
+    }
+    fn packed(&mut self) -> Result<Vec<u8>, Malformed> {
+        read_packed(self.c, self.b)
+    }
+    fn raw(&mut self, n: usize) -> Result<Vec<u8>, Malformed> {
+        self.b.spend(n)?;
+        Ok(self.c.take(n)?.to_vec())
+    }
+    fn count(&mut self, min_bytes: usize) -> Result<usize, Malformed> {
+        read_count(self.c, min_bytes)
+    }
+}
+
+impl stream::Sink for Writer<'_> {
+    fn length(&mut self, n: u64) {
+        Writer::length(self, n);
+    }
+    fn string(&mut self, s: &[u8]) {
+        Writer::string(self, s);
+    }
+    fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
     }
 }
 

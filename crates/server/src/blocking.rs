@@ -1,5 +1,6 @@
-//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP)
-//! and sorted sets (BZPOPMIN, BZPOPMAX, BZMPOP), and how they are served.
+//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP),
+//! sorted sets (BZPOPMIN, BZPOPMAX, BZMPOP) and streams (XREAD and
+//! XREADGROUP with BLOCK), and how they are served.
 //!
 //! A blocking command first tries to pop at once. When every key is
 //! missing it registers a [`Waiter`] in the queue of each key, in arrival
@@ -23,7 +24,10 @@
 //! there for it), and an element is never popped for a waiter that has
 //! left: leaving (timeout, kill, disconnect) removes the waiter under the
 //! same queue lock, and a waiter that finds itself already removed reads
-//! the element it was sent. An element BLMOVE pushes to its destination
+//! the element it was sent. A stream reader takes nothing away, so every
+//! reader of a key with entries past its ID is served in turn; a group
+//! reader whose key is gone (or no longer a stream) or whose group was
+//! destroyed is served an error, as in Redis. An element BLMOVE pushes to its destination
 //! makes that key ready in turn. A key MOVE brings into a database is ready
 //! there, and after SWAPDB every waited key of both databases is (see
 //! [`Blocking::waited_keys`]).
@@ -38,11 +42,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_resp::Writer;
-use keel_store::{End, Limits, MultiWrite, ValueRef};
+use keel_store::{End, Limits, MultiWrite, Stream, StreamId, ValueRef};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::cmd::context::collection::{update_tracked, Edit, Missing};
 use crate::cmd::context::pop::{list_pop_many, zset_pop_many, Members, Pop};
+use crate::cmd::context::stream::{read_after, read_group, write_stream_read, GroupRead, Read};
 use crate::cmd::Error;
 use crate::pubsub::Notifier;
 use crate::server::{unix_ms, Server};
@@ -69,6 +75,74 @@ pub enum Wait {
         /// The *MPOP form's count.
         count: Option<usize>,
     },
+    /// Read a stream's new entries (XREAD, XREADGROUP with `>`).
+    Stream(StreamWait),
+}
+
+/// What a blocked stream reader waits for.
+#[derive(Debug)]
+pub struct StreamWait {
+    /// Each key and the ID its entries must be past (XREAD; a group
+    /// reader reads past its group's last delivered ID instead).
+    pub after: Vec<(Bytes, StreamId)>,
+    /// Most entries to read.
+    pub count: usize,
+    /// The group read, for XREADGROUP.
+    pub group: Option<GroupRead>,
+}
+
+impl StreamWait {
+    /// True if the stream at `key`, holding `value` (`None`: missing),
+    /// has something for this reader, or an error to give it.
+    fn served_by(&self, key: &[u8], value: Option<ValueRef>) -> bool {
+        let stream = value.and_then(ValueRef::as_stream);
+        match (&self.group, stream) {
+            (Some(_), None) => true,
+            (Some(read), Some(stream)) => stream
+                .group(&read.group)
+                .is_none_or(|g| stream.top_id() > Some(g.last_id)),
+            (None, Some(stream)) => self
+                .after
+                .iter()
+                .find(|(k, _)| &k[..] == key)
+                .is_some_and(|(_, after)| stream.top_id() > Some(*after)),
+            (None, None) => false,
+        }
+    }
+
+    /// Reads the stream at `key` for this reader, in a locked shard.
+    fn apply(&self, locked: &mut MultiWrite, key: &[u8], events: Notifier) -> Result<Read, Error> {
+        let shard = locked.shard(key);
+        let Some(read) = &self.group else {
+            let after = self.after.iter().find(|(k, _)| &k[..] == key);
+            let (Some(entry), Some((_, after))) = (shard.peek(key), after) else {
+                return Ok(Vec::new());
+            };
+            let stream = entry
+                .value()
+                .as_stream()
+                .ok_or(crate::cmd::context::errors::WRONGTYPE)?;
+            return Ok(read_after(stream, *after, self.count));
+        };
+        let gone = || Error::from("UNBLOCKED the stream key no longer exists");
+        if shard
+            .peek(key)
+            .is_none_or(|e| e.value().as_stream().is_none())
+        {
+            return Err(gone());
+        }
+        let now_ms = unix_ms() as i64;
+        let (entries, _) = update_tracked(shard, key, Missing::Skip, |s: &mut Stream| {
+            if s.group(&read.group).is_none() {
+                return Err(
+                    "NOGROUP the consumer group this client was blocked on no longer exists".into(),
+                );
+            }
+            let entries = read_group(s, key, read, None, self.count, now_ms, events);
+            Ok(Edit::changed(entries))
+        })?;
+        entries.ok_or_else(gone)
+    }
 }
 
 /// What one pop took.
@@ -80,6 +154,8 @@ pub enum Popped {
     Elements(Vec<Vec<u8>>),
     /// Sorted-set members and their scores, in the order popped.
     Members(Members),
+    /// Stream entries read.
+    Entries(Read),
 }
 
 impl Wait {
@@ -87,15 +163,17 @@ impl Wait {
     pub fn keys(&self, source: &Bytes) -> Vec<Bytes> {
         match self {
             Wait::List(pop) => pop.keys(source),
-            Wait::ListMany { .. } | Wait::ZSet { .. } => vec![source.clone()],
+            Wait::ListMany { .. } | Wait::ZSet { .. } | Wait::Stream(_) => vec![source.clone()],
         }
     }
 
-    /// True if a key holding `value` can serve this wait.
-    fn served_by(&self, value: ValueRef) -> bool {
+    /// True if the key `key`, holding `value` (`None`: missing), can serve
+    /// this wait.
+    fn served_by(&self, key: &[u8], value: Option<ValueRef>) -> bool {
         match self {
-            Wait::List(_) | Wait::ListMany { .. } => value.as_list().is_some(),
-            Wait::ZSet { .. } => value.as_zset().is_some(),
+            Wait::List(_) | Wait::ListMany { .. } => value.is_some_and(|v| v.as_list().is_some()),
+            Wait::ZSet { .. } => value.is_some_and(|v| v.as_zset().is_some()),
+            Wait::Stream(wait) => wait.served_by(key, value),
         }
     }
 
@@ -120,6 +198,7 @@ impl Wait {
                 let shard = locked.shard(source);
                 zset_pop_many(shard, source, count.unwrap_or(1), *max, events)?.map(Popped::Members)
             }
+            Wait::Stream(wait) => Some(Popped::Entries(wait.apply(locked, source, events)?)),
         })
     }
 
@@ -127,7 +206,7 @@ impl Wait {
     fn destination(&self) -> Option<&Bytes> {
         match self {
             Wait::List(pop) => pop.to.as_ref().map(|(dest, _)| dest),
-            Wait::ListMany { .. } | Wait::ZSet { .. } => None,
+            Wait::ListMany { .. } | Wait::ZSet { .. } | Wait::Stream(_) => None,
         }
     }
 
@@ -234,6 +313,14 @@ pub fn write_outcome(w: &mut Writer, wait: &Wait, outcome: Option<Outcome>) {
                 w.double(*score);
             }
         }
+        (_, Popped::Entries(entries)) => {
+            if w.protocol() == keel_resp::Protocol::Resp3 {
+                w.map(1);
+            } else {
+                w.array(1);
+            }
+            write_stream_read(w, &key, &entries);
+        }
         (_, Popped::Members(members)) => {
             w.array(2);
             w.bulk(&key);
@@ -331,10 +418,10 @@ impl Blocking {
         queues: &Queues,
         db: usize,
         key: &Bytes,
-        value: ValueRef,
+        value: Option<ValueRef>,
     ) -> Option<Arc<Waiter>> {
         let queue = queues.get(&(db, key.clone()))?;
-        queue.iter().find(|w| w.wait.served_by(value)).cloned()
+        queue.iter().find(|w| w.wait.served_by(key, value)).cloned()
     }
 
     /// Serves the waiters of every `ready` key (database, key) in arrival
@@ -352,11 +439,8 @@ impl Blocking {
                 // under the write locks of every key the waiter touches.
                 let waiter = {
                     let shard = view.read(&key);
-                    let Some(entry) = shard.peek(&key) else {
-                        break;
-                    };
-                    let waiter =
-                        Self::first_served_by(&self.queues.lock(), db, &key, entry.value());
+                    let value = shard.peek(&key).map(|e| e.value());
+                    let waiter = Self::first_served_by(&self.queues.lock(), db, &key, value);
                     let Some(waiter) = waiter else {
                         break;
                     };
@@ -373,10 +457,9 @@ impl Blocking {
                 }
                 let mut locked = view.write_many(&keys);
                 let mut queues = self.queues.lock();
-                let still_first = locked.peek(&key).is_some_and(|entry| {
-                    Self::first_served_by(&queues, db, &key, entry.value())
-                        .is_some_and(|w| Arc::ptr_eq(&w, &waiter))
-                });
+                let value = locked.peek(&key).map(|e| e.value());
+                let still_first = Self::first_served_by(&queues, db, &key, value)
+                    .is_some_and(|w| Arc::ptr_eq(&w, &waiter));
                 if !still_first {
                     continue;
                 }

@@ -677,6 +677,8 @@ pub static DIRECTIVES: &[Directive] = &[
     encoding_threshold!("set-max-listpack-value", set_max_listpack_value),
     encoding_threshold!("zset-max-listpack-entries", zset_max_listpack_entries),
     encoding_threshold!("zset-max-listpack-value", zset_max_listpack_value),
+    encoding_threshold!("stream-node-max-bytes", stream_node_max_bytes),
+    encoding_threshold!("stream-node-max-entries", stream_node_max_entries),
     Directive {
         name: "hll-sparse-max-bytes",
         mutable: true,

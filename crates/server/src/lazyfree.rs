@@ -16,8 +16,9 @@
 //! | UNLINK, FLUSHDB / FLUSHALL ASYNC | always | |
 //!
 //! A lazy free sends the value to the `keel-lazyfree` thread when dropping
-//! it would take long: an entry owning more than 64 KB of heap, a flushed
-//! shard holding keys. Smaller ones are dropped in place, where sending
+//! it would take long: an entry owning more than 64 KB of heap (or a
+//! stream of more than 64 allocations, as Redis counts its nodes), a
+//! flushed shard holding keys. Smaller ones are dropped in place, where sending
 //! them would cost more than freeing them. Whatever the choice, a value is
 //! never dropped under a shard lock: in-place drops go through
 //! [`keel_store::drop_unlocked`], which waits for the thread's last lock
@@ -59,6 +60,11 @@ use crate::stats::Work;
 
 /// Entries owning more heap than this are worth freeing in the background.
 const LAZY_FREE_THRESHOLD_BYTES: usize = 64 * 1024;
+
+/// So are values whose free walks more allocations than this, where their
+/// bytes understate it (streams, see `ValueRef::free_effort`): Redis's
+/// `LAZYFREE_THRESHOLD`.
+const LAZY_FREE_THRESHOLD_EFFORT: usize = 64;
 
 /// The most bytes waiting in the queue; past it, values are freed in place.
 pub const PENDING_BYTES_BOUND: usize = 64 << 20;
@@ -180,7 +186,9 @@ pub fn free_evicted(entry: Entry) {
 /// Frees `entry`, removed for `cause`.
 pub fn free_as(cause: Cause, entry: Entry) {
     let bytes = entry.heap_bytes();
-    let lazy = cause.is_lazy() && bytes > LAZY_FREE_THRESHOLD_BYTES;
+    let costly = bytes > LAZY_FREE_THRESHOLD_BYTES
+        || entry.value().free_effort() > LAZY_FREE_THRESHOLD_EFFORT;
+    let lazy = cause.is_lazy() && costly;
     dispose(entry, bytes, 1, lazy);
 }
 

@@ -517,18 +517,6 @@ pub static ACCEPTED: &[Directive] = &[
         "0"
     ),
     accepted!("list-compress-depth", MUTABLE, Kind::Int(0, INT_MAX), "0"),
-    accepted!(
-        "stream-node-max-bytes",
-        MUTABLE,
-        Kind::Memory(0, MEM_MAX),
-        "4096"
-    ),
-    accepted!(
-        "stream-node-max-entries",
-        MUTABLE,
-        Kind::Int(0, LONG_MAX),
-        "100"
-    ),
     accepted!("activerehashing", MUTABLE, Kind::Bool, "yes"),
     accepted!("hz", MUTABLE, Kind::IntCapped(0, INT_MAX, 1, 500), "10"),
     accepted!("dynamic-hz", MUTABLE, Kind::Bool, "yes"),

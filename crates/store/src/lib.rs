@@ -9,7 +9,7 @@
 //! - [`shard`]: one shard's stable-slot table and its accounting; its hash
 //!   index is in `index.rs`.
 //! - [`value`]: the value enum and strings.
-//! - [`types`]: hashes, sets, lists and sorted sets, their compact and full encodings.
+//! - [`types`]: hashes, sets, lists, sorted sets and streams, their compact and full encodings.
 //! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling;
 //!   its deadline index is a set of sorted runs (`runs.rs`).
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
@@ -50,5 +50,5 @@ pub use keyspace::{
 };
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};
-pub use types::{EncodingConfig, End, Hash, Limits, List, Set, ZSet};
+pub use types::{EncodingConfig, End, Hash, Limits, List, NodeLimits, Set, Stream, StreamId, ZSet};
 pub use value::{parse_canonical_i64, Str, StrRef, Value, ValueRef, SHARED_INTEGERS};

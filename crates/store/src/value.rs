@@ -1,6 +1,7 @@
 //! Values and their encodings.
 //!
-//! A value is a string or one of the collection types in [`crate::types`].
+//! A value is a string or one of the collection types in [`crate::types`]
+//! (streams included).
 //! Commands reach the type they expect through [`Value::as_str`],
 //! [`Value::as_hash`] and friends, which answer `None` for another type, so
 //! the WRONGTYPE decision is made in one place per type.
@@ -8,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::size_class::allocated;
-use crate::types::{Hash, List, Set, ZSet};
+use crate::types::{Hash, List, Set, Stream, ZSet};
 
 /// Strings shorter than this are "embstr" in Redis; OBJECT ENCODING reports
 /// the same names so tools written against Redis read keel the same way.
@@ -37,6 +38,8 @@ pub enum Value {
     List(List),
     /// A sorted set. Boxed for the same reason as sets.
     ZSet(Box<ZSet>),
+    /// A stream. Boxed: it is many words.
+    Stream(Box<Stream>),
 }
 
 /// A string value in one of its encodings.
@@ -254,6 +257,7 @@ typed_access! {
     Set, Set, as_set, as_set_mut;
     List, List, as_list, as_list_mut;
     ZSet, ZSet, as_zset, as_zset_mut;
+    Stream, Stream, as_stream, as_stream_mut;
 }
 
 /// A stored value, borrowed: what a key's entry hands readers, since a
@@ -270,6 +274,8 @@ pub enum ValueRef<'a> {
     List(&'a List),
     /// A sorted set.
     ZSet(&'a ZSet),
+    /// A stream.
+    Stream(&'a Stream),
 }
 
 /// Typed reads of a borrowed value: `None` for a value of another type,
@@ -296,6 +302,7 @@ typed_view! {
     Set, &'a Set, as_set;
     List, &'a List, as_list;
     ZSet, &'a ZSet, as_zset;
+    Stream, &'a Stream, as_stream;
 }
 
 impl<'a> ValueRef<'a> {
@@ -307,6 +314,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(_) => "set",
             ValueRef::List(_) => "list",
             ValueRef::ZSet(_) => "zset",
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -318,6 +326,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => s.encoding(),
             ValueRef::List(l) => l.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -330,6 +339,18 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => allocated(std::mem::size_of::<Set>()) + s.heap_bytes(),
             ValueRef::List(l) => l.heap_bytes(),
             ValueRef::ZSet(z) => allocated(std::mem::size_of::<ZSet>()) + z.heap_bytes(),
+            ValueRef::Stream(s) => allocated(std::mem::size_of::<Stream>()) + s.heap_bytes(),
+        }
+    }
+
+    /// Allocations freeing the value walks, where its heap bytes understate
+    /// them: a stream packs many small entries per node, so a stream of
+    /// thousands of nodes may own less heap than the lazyfree threshold.
+    /// Other types count 0 (their heap grows with their elements).
+    pub fn free_effort(self) -> usize {
+        match self {
+            ValueRef::Stream(s) => s.allocations(),
+            _ => 0,
         }
     }
 
@@ -342,6 +363,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => s.is_empty(),
             ValueRef::List(l) => l.is_empty(),
             ValueRef::ZSet(z) => z.is_empty(),
+            // An empty stream is kept: its last ID and groups are state.
+            ValueRef::Stream(_) => false,
         }
     }
 
@@ -353,6 +376,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
             ValueRef::List(l) => Value::List(l.clone()),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
+            ValueRef::Stream(s) => Value::Stream(Box::new(s.clone())),
         }
     }
 }
@@ -366,6 +390,7 @@ impl Value {
             Value::Set(s) => ValueRef::Set(s),
             Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Stream(s) => ValueRef::Stream(s),
         }
     }
 

@@ -30,6 +30,7 @@ pub mod pop;
 pub mod random;
 pub mod scripting;
 pub mod serialized;
+pub mod stream;
 pub mod strings;
 pub mod transaction;
 pub mod zset;

@@ -2,7 +2,7 @@
 //! files: `string/` (`t_string.c`), `list/` (`t_list.c`), `hash/`,
 //! `set/`, `zset/`, `bitmap/` (`bitops.c`), `geo/` (`geo.c`), `hll/`
 //! (`hyperloglog.c`), `sort/` (`sort.c`), `scripting/` (`eval.c`, `functions.c`),
-//! `generic/` (`db.c`, `expire.c`), `server/`,
+//! `stream/` (`t_stream.c`), `generic/` (`db.c`, `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
@@ -40,6 +40,7 @@ mod scripting;
 mod server;
 mod set;
 mod sort;
+mod stream;
 mod string;
 mod transactions;
 mod zset;

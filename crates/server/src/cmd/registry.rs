@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::context::Spec;
 use super::{
     bitmap, connection, generic, geo, hash, hll, list, pubsub, scripting, server, set, sort,
-    string, transactions, zset,
+    stream, string, transactions, zset,
 };
 
 /// The top-level commands keel serves.
@@ -219,6 +219,21 @@ static COMMANDS: &[&Spec] = &[
     &scripting::fcall::FCALL,
     &scripting::fcall::FCALL_RO,
     &scripting::function::SPEC,
+    &stream::xadd::SPEC,
+    &stream::xlen::SPEC,
+    &stream::xrange::XRANGE,
+    &stream::xrange::XREVRANGE,
+    &stream::xdel::SPEC,
+    &stream::xtrim::SPEC,
+    &stream::xsetid::SPEC,
+    &stream::xread::XREAD,
+    &stream::xread::XREADGROUP,
+    &stream::xgroup::SPEC,
+    &stream::xack::SPEC,
+    &stream::xpending::SPEC,
+    &stream::xclaim::XCLAIM,
+    &stream::xclaim::XAUTOCLAIM,
+    &stream::xinfo::SPEC,
 ];
 
 /// The resolved command table: every spec (subcommands included) with a

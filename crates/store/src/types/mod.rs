@@ -5,7 +5,8 @@
 //! ([`Table`] for hashes and sets, a deque for lists, a table beside a
 //! [`ranktree::RankTree`] for sorted sets), converting past
 //! thresholds named and defaulted as Redis's (`hash-max-listpack-entries`
-//! and friends). Every type keeps its
+//! and friends). Streams have one encoding, a map of entries beside the
+//! shape of Redis's nodes ([`stream`]). Every type keeps its
 //! heap size as a running count, so [`crate::Value::heap_bytes`] is O(1)
 //! and the shard's byte count stays exact after every change.
 
@@ -15,6 +16,7 @@ pub mod list;
 pub mod listpack;
 pub mod ranktree;
 pub mod set;
+pub mod stream;
 pub mod table;
 pub mod zset;
 
@@ -25,6 +27,7 @@ pub use intset::IntSet;
 pub use list::{End, List};
 pub use listpack::Listpack;
 pub use set::Set;
+pub use stream::{NodeLimits, Stream, StreamId};
 pub use table::Table;
 pub use zset::ZSet;
 
@@ -48,6 +51,10 @@ pub struct Limits {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`: longest member of a compact sorted set.
     pub zset_max_listpack_value: usize,
+    /// `stream-node-max-bytes`: most bytes of a stream node.
+    pub stream_node_max_bytes: usize,
+    /// `stream-node-max-entries`: most entries of a stream node.
+    pub stream_node_max_entries: usize,
 }
 
 impl Default for Limits {
@@ -62,6 +69,18 @@ impl Default for Limits {
             list_max_listpack_size: -2,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
+        }
+    }
+}
+
+impl Limits {
+    /// The stream node thresholds.
+    pub fn stream_nodes(&self) -> NodeLimits {
+        NodeLimits {
+            max_bytes: self.stream_node_max_bytes,
+            max_entries: self.stream_node_max_entries,
         }
     }
 }
@@ -74,7 +93,7 @@ pub struct EncodingConfig {
 }
 
 /// Number of thresholds in [`Limits`].
-const FIELDS: usize = 8;
+const FIELDS: usize = 10;
 
 impl Limits {
     /// The thresholds as one array, in a fixed order, for [`EncodingConfig`].
@@ -88,6 +107,8 @@ impl Limits {
             self.list_max_listpack_size,
             self.zset_max_listpack_entries as i64,
             self.zset_max_listpack_value as i64,
+            self.stream_node_max_bytes as i64,
+            self.stream_node_max_entries as i64,
         ]
     }
 
@@ -101,6 +122,8 @@ impl Limits {
             list_max_listpack_size: v[5],
             zset_max_listpack_entries: v[6] as usize,
             zset_max_listpack_value: v[7] as usize,
+            stream_node_max_bytes: v[8] as usize,
+            stream_node_max_entries: v[9] as usize,
         }
     }
 }
@@ -145,6 +168,8 @@ mod tests {
             list_max_listpack_size: -5,
             zset_max_listpack_entries: 6,
             zset_max_listpack_value: 7,
+            stream_node_max_bytes: 8,
+            stream_node_max_entries: 9,
         };
         let config = EncodingConfig::default();
         assert_eq!(config.limits(), Limits::default());

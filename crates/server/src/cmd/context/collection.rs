@@ -8,7 +8,7 @@
 //! and the keyspace events a change publishes (the command's own, then
 //! `del` for a key emptied) live here once.
 
-use keel_store::{End, Hash, Limits, List, Lookup, Set, Value, ValueRef, WriteShard, ZSet};
+use keel_store::{End, Hash, Limits, List, Lookup, Set, Stream, Value, ValueRef, WriteShard, ZSet};
 
 use super::edit::edit;
 pub use super::edit::Edit;
@@ -75,6 +75,19 @@ impl Kind for ZSet {
     }
     fn into_value(self) -> Value {
         Value::ZSet(Box::new(self))
+    }
+}
+
+impl Kind for Stream {
+    const CLASS: u64 = Events::STREAM;
+    fn of(value: ValueRef<'_>) -> Option<&Self> {
+        value.as_stream()
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        value.as_stream_mut()
+    }
+    fn into_value(self) -> Value {
+        Value::Stream(Box::new(self))
     }
 }
 

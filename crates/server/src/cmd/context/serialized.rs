@@ -3,8 +3,9 @@
 //! the encodings this server's thresholds choose. DUMP, RESTORE and
 //! MIGRATE share it.
 
+use keel_rdb::stream as rdb;
 use keel_rdb::{PayloadError, Thresholds, Value as Plain};
-use keel_store::{End, Hash, Limits, List, Set, Str, Value, ValueRef, ZSet};
+use keel_store::{End, Hash, Limits, List, Set, Str, Stream, StreamId, Value, ValueRef, ZSet};
 
 use super::{Ctx, Error};
 
@@ -58,7 +59,115 @@ fn plain(value: ValueRef<'_>) -> Plain {
                 .map(|(m, s)| (m.into_owned(), s))
                 .collect(),
         ),
+        ValueRef::Stream(stream) => Plain::Stream(Box::new(plain_stream(stream))),
     }
+}
+
+fn rdb_id(id: StreamId) -> rdb::Id {
+    rdb::Id {
+        ms: id.ms,
+        seq: id.seq,
+    }
+}
+
+fn store_id(id: rdb::Id) -> StreamId {
+    StreamId {
+        ms: id.ms,
+        seq: id.seq,
+    }
+}
+
+fn owned<'f>(elements: impl Iterator<Item = &'f [u8]>) -> Vec<Vec<u8>> {
+    elements.map(<[u8]>::to_vec).collect()
+}
+
+/// A stream as RDB carries it: its nodes as Redis would have them, its
+/// counters and its groups.
+fn plain_stream(s: &Stream) -> rdb::Stream {
+    let nodes = s
+        .nodes()
+        .into_iter()
+        .map(|node| rdb::Node {
+            master: rdb_id(node.master),
+            master_fields: owned(node.master_fields.iter()),
+            entries: node
+                .entries
+                .iter()
+                .map(|(id, deleted, fields)| rdb::Entry {
+                    id: rdb_id(*id),
+                    deleted: *deleted,
+                    fields: owned(fields.iter()),
+                })
+                .collect(),
+        })
+        .collect();
+    let groups = s
+        .groups()
+        .iter()
+        .map(|(name, g)| rdb::Group {
+            name: name.to_vec(),
+            last_id: rdb_id(g.last_id),
+            entries_read: Some(g.entries_read),
+            pending: g
+                .pending
+                .iter()
+                .map(|(id, p)| rdb::Pending {
+                    id: rdb_id(*id),
+                    consumer: p.consumer.to_vec(),
+                    delivery_time: p.delivery_time,
+                    delivery_count: p.delivery_count,
+                })
+                .collect(),
+            consumers: g
+                .consumers
+                .iter()
+                .map(|(name, c)| (name.to_vec(), c.seen_time))
+                .collect(),
+        })
+        .collect();
+    rdb::Stream {
+        nodes,
+        length: s.len() as u64,
+        last_id: rdb_id(s.last_id()),
+        first_id: rdb_id(s.first_id()),
+        max_deleted_id: rdb_id(s.max_deleted_id()),
+        entries_added: s.entries_added(),
+        groups,
+    }
+}
+
+/// A stream rebuilt from its RDB form, its nodes as they were.
+fn stored_stream(plain: &rdb::Stream) -> Stream {
+    let mut s = Stream::default();
+    for node in &plain.nodes {
+        let master_fields: Vec<&[u8]> = node.master_fields.iter().map(|f| &f[..]).collect();
+        let entries = node.entries.iter().map(|e| {
+            let fields = e.fields.iter().map(|f| &f[..]).collect();
+            (store_id(e.id), e.deleted, fields)
+        });
+        s.restore_node(store_id(node.master), &master_fields, entries);
+    }
+    s.set_meta(
+        store_id(plain.last_id),
+        Some(plain.entries_added),
+        Some(store_id(plain.max_deleted_id)),
+    );
+    for g in &plain.groups {
+        let last_id = store_id(g.last_id);
+        let entries_read = g
+            .entries_read
+            .unwrap_or_else(|| s.distance_from_first_ever(last_id));
+        s.create_group(&g.name, last_id, entries_read);
+        for (name, seen_time) in &g.consumers {
+            s.create_consumer(&g.name, name, *seen_time);
+        }
+        for p in &g.pending {
+            let id = store_id(p.id);
+            s.deliver(&g.name, &p.consumer, id, p.delivery_time, false);
+            s.set_delivery(&g.name, id, p.delivery_time, p.delivery_count);
+        }
+    }
+    s
 }
 
 /// A plain value as stored, built as the commands that write each type
@@ -87,6 +196,7 @@ fn stored(plain: Plain, limits: &Limits) -> Value {
             });
             Value::Hash(hash)
         }
+        Plain::Stream(stream) => Value::Stream(Box::new(stored_stream(&stream))),
         Plain::SortedSet(pairs) => {
             let mut zset = ZSet::default();
             pairs.iter().for_each(|(m, s)| {

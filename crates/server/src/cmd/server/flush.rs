@@ -50,6 +50,9 @@ fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
     for index in dbs {
         let old = store.db(index, ctx.now_ms).flush();
         crate::lazyfree::free_flushed(old, background);
+        // Group readers blocked on a stream that is gone get an error.
+        let waited = ctx.server.blocking.waited_keys(index);
+        ctx.client.ready.extend(waited);
     }
     ctx.w().ok();
     Ok(())
