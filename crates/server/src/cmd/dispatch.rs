@@ -243,6 +243,13 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     if !ctx.client.authenticated && !spec.has_flag("no_auth") {
         return reject(ctx, Some(id), errors::NOAUTH.into());
     }
+    if ctx.client.tx.queued.is_some() && spec.has_flag("no_multi") {
+        return reject(
+            ctx,
+            Some(id),
+            "ERR Command not allowed inside a transaction".into(),
+        );
+    }
     let subscribed = ctx.client.subscriptions.any();
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
         let top = spec.name.split('|').next().unwrap_or(spec.name);

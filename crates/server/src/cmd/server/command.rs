@@ -292,7 +292,7 @@ fn command_keys(ctx: &Ctx, args: &[Bytes]) -> Result<Vec<(Bytes, Vec<&'static st
     }
     let keys =
         keys_of(spec, command).ok_or(Error::from("ERR Invalid arguments specified for command"))?;
-    if keys.is_empty() {
+    if keys.is_empty() && !spec.has_flag("no_mandatory_keys") {
         return Err("ERR The command has no key arguments".into());
     }
     let flags = key_flags(spec, command, keys.len());
