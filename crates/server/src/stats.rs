@@ -487,7 +487,7 @@ mod tests {
                         stats.count_lookup(true);
                     }
                     stats.record_call(2, Duration::ZERO, Outcome::Failed("WRONGTYPE Operation"));
-                    stats.record_rejection(None, "unknown command");
+                    stats.record_rejection(None, "ERR unknown command");
                 })
             })
             .collect();
