@@ -1093,3 +1093,12 @@ def test_errorstats_count_a_script_error_once(c, restore_config):
     commands = info(c, "commandstats")
     assert commands["cmdstat_select"].endswith("rejected_calls=0,failed_calls=1")
     assert commands["cmdstat_eval"].endswith("rejected_calls=0,failed_calls=3")
+
+
+def test_client_reply_off_drops_a_script_reply(c):
+    c.send("CLIENT", "REPLY", "OFF")
+    c.send("EVAL", "return 1", "0")
+    c.send("CLIENT", "REPLY", "SKIP")
+    c.send("EVAL", "return 2", "0")
+    assert c.call("CLIENT", "REPLY", "ON") == OK
+    assert c.call("EVAL", "return 3", "0") == 3

@@ -843,6 +843,7 @@ impl<'a> Connection<'a> {
         job: crate::scripting::Job,
         mut killed: Pin<&mut impl Future<Output = ()>>,
     ) -> bool {
+        let silent = job.silent;
         let Some(mut waiting) = crate::scripting::submit(self.server, job) else {
             Writer::new(&mut self.write_buf, self.client.protocol)
                 .error("ERR scripting is not running on this server");
@@ -852,7 +853,7 @@ impl<'a> Connection<'a> {
             tokio::select! {
                 biased;
                 reply = waiting.reply() => {
-                    if let Some(reply) = reply {
+                    if let Some(reply) = reply.filter(|_| !silent) {
                         self.write_buf.extend_from_slice(&reply);
                         self.recharge();
                     }

@@ -176,6 +176,10 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
     let mode = ctx.client.reply_mode;
     if mode.suppresses() && !ctx.pushed {
         ctx.out.truncate(reply_start);
+        // A script's reply comes later: it is dropped then.
+        if let Some(AfterReply::Script(job)) = &mut ctx.client.after_reply {
+            job.silent = true;
+        }
     }
     ctx.client.reply_mode = mode.after_command();
     ctx.reply_limit.granted > 0

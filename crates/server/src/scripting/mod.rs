@@ -261,6 +261,8 @@ pub struct Job {
     /// The command's run, recorded once the job is done (as a blocked
     /// command's is once served).
     pub execution: Option<Execution>,
+    /// CLIENT REPLY OFF or SKIP: the reply is dropped.
+    pub silent: bool,
     state: Arc<AtomicU8>,
     reply: oneshot::Sender<BytesMut>,
     waiting: Option<Waiting>,
@@ -287,6 +289,7 @@ impl Job {
             protocol,
             client,
             execution: None,
+            silent: false,
             state: state.clone(),
             reply,
             waiting: Some(Waiting {
@@ -308,16 +311,7 @@ impl Job {
         }
         let started = Instant::now();
         let mut out = BytesMut::new();
-        let mut session = Session {
-            server,
-            out: &mut out,
-            protocol: self.protocol,
-            db: self.db,
-            now_ms: crate::server::unix_ms(),
-            inside_exec: false,
-            ready: Vec::new(),
-            error_counted_elsewhere: false,
-        };
+        let mut session = Session::new(server, &mut out, self.protocol, self.db, false);
         (self.work)(&mut session);
         server.scripting.note_memory(&session.engines());
         let ready = std::mem::take(&mut session.ready);
@@ -372,16 +366,7 @@ pub fn run_here(
     out: &mut BytesMut,
     ready: &mut Vec<(usize, Bytes)>,
 ) -> bool {
-    let mut session = Session {
-        server,
-        out,
-        protocol: job.protocol,
-        db: job.db,
-        now_ms: crate::server::unix_ms(),
-        inside_exec: true,
-        ready: Vec::new(),
-        error_counted_elsewhere: false,
-    };
+    let mut session = Session::new(server, out, job.protocol, job.db, true);
     (job.work)(&mut session);
     server.scripting.note_memory(&session.engines());
     ready.append(&mut session.ready);
@@ -409,7 +394,28 @@ pub struct Session<'a> {
     error_counted_elsewhere: bool,
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// A job's session for a caller in database `db` speaking `protocol`,
+    /// its reply going to `out`; `inside_exec` when EXEC runs it.
+    fn new(
+        server: &'a Server,
+        out: &'a mut BytesMut,
+        protocol: Protocol,
+        db: usize,
+        inside_exec: bool,
+    ) -> Session<'a> {
+        Session {
+            server,
+            out,
+            protocol,
+            db,
+            now_ms: crate::server::unix_ms(),
+            inside_exec,
+            ready: Vec::new(),
+            error_counted_elsewhere: false,
+        }
+    }
+
     /// The reply writer, in the caller's protocol.
     pub fn w(&mut self) -> Writer<'_> {
         Writer::new(self.out, self.protocol)
