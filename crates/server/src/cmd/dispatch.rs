@@ -202,8 +202,7 @@ pub fn held_by_pause(
     if !client.authenticated && !table.specs[id].has_flag("no_auth") {
         return None;
     }
-    let writes = |id: usize, args: &[Bytes]| {
-        let spec = table.specs[id];
+    let writes = command_or_queued(table, client, table.specs[id], args, |spec, args| {
         let top = spec.name.split('|').next().unwrap_or(spec.name);
         match top {
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
@@ -211,16 +210,7 @@ pub fn held_by_pause(
             }
             _ => spec.has_flag("write") || crate::pause::MAY_REPLICATE.contains(&top),
         }
-    };
-    let queued_write = || {
-        client
-            .tx
-            .queued
-            .iter()
-            .flatten()
-            .any(|queued| resolve(table, queued).is_ok_and(|id| writes(id, queued)))
-    };
-    let writes = writes(id, args) || (table.specs[id].name == "exec" && queued_write());
+    });
     server.pause.holds(writes, now_ms).then_some(writes)
 }
 
@@ -284,7 +274,8 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             None => return reject(ctx, Some(id), errors::OOM.into()),
         }
     }
-    if server.lacks_replicas() && writes(table, ctx.client, spec) {
+    let writes = |spec: &Spec, _: &[Bytes]| spec.has_flag("write");
+    if server.lacks_replicas() && command_or_queued(table, ctx.client, spec, args, writes) {
         return reject(ctx, Some(id), errors::NOREPLICAS.into());
     }
     if ctx.client.tx.queued.is_some() && !transaction::runs_inside_multi(spec) {
@@ -303,13 +294,20 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     }
 }
 
-/// Whether a command is a write, or EXEC of a queue holding one.
-fn writes(table: &Table, client: &Client, spec: &Spec) -> bool {
-    let queued_write = || {
+/// Whether `holds` holds for a command, or, when it is EXEC, for one of
+/// the commands its transaction queued (which EXEC runs).
+fn command_or_queued(
+    table: &Table,
+    client: &Client,
+    spec: &'static Spec,
+    args: &[Bytes],
+    holds: impl Fn(&'static Spec, &[Bytes]) -> bool,
+) -> bool {
+    let queued = || {
         (client.tx.queued.iter().flatten())
-            .any(|queued| resolve(table, queued).is_ok_and(|id| table.specs[id].has_flag("write")))
+            .any(|queued| resolve(table, queued).is_ok_and(|id| holds(table.specs[id], queued)))
     };
-    spec.has_flag("write") || (spec.name == "exec" && queued_write())
+    holds(spec, args) || (spec.name == "exec" && queued())
 }
 
 /// Whether a command must wait for the running script: it reaches shards
