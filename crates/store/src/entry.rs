@@ -298,6 +298,17 @@ impl Entry {
         }
     }
 
+    /// A copy of the entry, history included, for a snapshot that must
+    /// keep it as it is now.
+    pub(crate) fn duplicate(&self) -> Entry {
+        Entry::new(
+            self.key(),
+            self.value().to_value(),
+            self.expire_at_ms(),
+            self.access().duplicate(),
+        )
+    }
+
     /// The key's bytes.
     pub fn key(&self) -> &[u8] {
         let shape = self.shape();

@@ -19,6 +19,8 @@
 //! - [`bits`]: bit arithmetic on strings for the bitmap commands.
 //! - [`hll`]: HyperLogLog, in Redis's byte representation.
 //! - [`lcs`]: the longest common subsequence of two strings (LCS).
+//! - `snapshot`: point-in-time snapshots taken while writes go on, key
+//!   by key instead of by fork.
 //! - [`strtod`]: C's `strtod`, as SORT reads scores.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
@@ -37,6 +39,7 @@ mod runs;
 mod s3fifo;
 pub mod shard;
 pub mod size_class;
+mod snapshot;
 pub mod strtod;
 pub mod types;
 pub mod value;
@@ -45,7 +48,7 @@ pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
-    drop_unlocked, Db, DbMemory, DbStats, FreeHook, Held, KeyEvent, KeyEventHook, Lookup,
+    drop_unlocked, Db, DbMemory, DbSize, DbStats, FreeHook, Held, KeyEvent, KeyEventHook, Lookup,
     MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant, WriteShard, SHARDS_PER_DB,
 };
 pub use pattern::glob_match;

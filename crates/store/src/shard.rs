@@ -58,6 +58,7 @@ use crate::entry::Entry;
 use crate::expiry::{Deadlines, Reclaimed};
 use crate::index::{self, SlotIndex};
 use crate::s3fifo::{S3Fifo, Slots};
+use crate::snapshot::ShardSnapshot;
 
 /// Slots in the first chunk. Chunks double up to [`MAX_CHUNK`], so a shard
 /// holding a few keys costs a few hundred bytes, and a large one adds
@@ -154,6 +155,8 @@ pub struct Shard {
     expired_by_writers: Vec<Entry>,
     /// The S3-FIFO queues, while `allkeys-s3fifo` is the policy.
     s3fifo: Option<S3Fifo>,
+    /// This shard's part of the snapshot being saved, if one is.
+    snapshot: Option<Box<ShardSnapshot>>,
 }
 
 impl Shard {
@@ -173,6 +176,7 @@ impl Shard {
             watchers: hashbrown::HashMap::new(),
             expired_by_writers: Vec::new(),
             s3fifo: None,
+            snapshot: None,
         }
     }
 
@@ -260,8 +264,81 @@ impl Shard {
                 }
             }
         }
+        self.preserve_rest_for_snapshot();
+        other.preserve_rest_for_snapshot();
         std::mem::swap(self, other);
         std::mem::swap(&mut self.watchers, &mut other.watchers);
+        std::mem::swap(&mut self.snapshot, &mut other.snapshot);
+    }
+
+    /// Takes over the snapshot of `old`, the shard this one replaces
+    /// (FLUSHDB), once what the snapshot still needs of `old` is copied.
+    pub fn adopt_snapshot(&mut self, old: &mut Shard) {
+        old.preserve_rest_for_snapshot();
+        self.snapshot = old.snapshot.take();
+    }
+
+    /// Starts this shard's part of a snapshot of the instant `at_ms`.
+    pub(crate) fn begin_snapshot(&mut self, at_ms: u64) {
+        self.snapshot = Some(Box::new(ShardSnapshot::new(at_ms, self.slot_count())));
+    }
+
+    /// Walks up to `max_slots` more slots of the running snapshot (see
+    /// `snapshot.rs`), visiting the entries of its instant found there.
+    /// True once the walk is over (or no snapshot runs).
+    pub fn snapshot_walk(&self, max_slots: usize, visit: impl FnMut(&Entry)) -> bool {
+        match &self.snapshot {
+            Some(snapshot) => snapshot.walk(max_slots, |at| self.slot(at), visit),
+            None => true,
+        }
+    }
+
+    /// Entries as they were at the snapshot's instant, copied by writers
+    /// since the last call.
+    pub fn snapshot_take_preserved(&self) -> Vec<Entry> {
+        self.snapshot
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.take_preserved())
+    }
+
+    /// Ends this shard's part of the snapshot, returning the copies not
+    /// yet taken (none once the walk is over and they were taken).
+    pub(crate) fn end_snapshot(&mut self) -> Vec<Entry> {
+        self.snapshot
+            .take()
+            .map_or_else(Vec::new, |s| s.take_preserved())
+    }
+
+    /// Whether a snapshot runs and its walk here is over.
+    pub fn snapshot_walked(&self) -> bool {
+        self.snapshot.as_ref().is_some_and(|s| s.walked())
+    }
+
+    /// What the running snapshot holds for this shard: its bitmap and the
+    /// copies waiting for the saver.
+    pub fn snapshot_bytes(&self) -> usize {
+        self.snapshot.as_ref().map_or(0, |s| s.bytes())
+    }
+
+    /// Before `slot`'s entry changes or leaves: a running snapshot keeps it
+    /// as it was, if it still needs it.
+    fn preserve_for_snapshot(&mut self, slot: u32) {
+        if let Some(snapshot) = self.snapshot.as_deref_mut() {
+            if let Some(entry) = self.chunks.entry_at(slot) {
+                snapshot.preserve(slot as usize, entry);
+            }
+        }
+    }
+
+    /// Before a change to the whole shard: a running snapshot copies what
+    /// its walk has not reached.
+    fn preserve_rest_for_snapshot(&mut self) {
+        if let Some(snapshot) = self.snapshot.as_deref_mut() {
+            let chunks = &self.chunks;
+            let slots =
+                (0..chunks.slot_count()).filter_map(|at| Some((at, chunks.entry_at(at as u32)?)));
+            snapshot.preserve_rest(slots);
+        }
     }
 
     /// Keys stored, including expired ones not yet reclaimed (as Redis's
@@ -450,6 +527,7 @@ impl Shard {
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
         self.touch(entry.key());
         if let Some(slot) = self.find(entry.key()) {
+            self.preserve_for_snapshot(slot);
             self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
             if self.s3fifo.is_some() {
@@ -466,6 +544,9 @@ impl Shard {
             Some(slot) => slot,
             None => self.grow(),
         };
+        if let Some(snapshot) = self.snapshot.as_deref_mut() {
+            snapshot.claim(slot as usize);
+        }
         let hash = self.hash(entry.key());
         let (k, i) = locate(slot as usize);
         self.chunks[k][i] = Some(entry);
@@ -523,6 +604,7 @@ impl Shard {
     }
 
     fn take_slot(&mut self, slot: u32) -> Entry {
+        self.preserve_for_snapshot(slot);
         let hash = self.hash(
             self.slot(slot as usize)
                 .expect("indexed slot is occupied")
@@ -722,6 +804,7 @@ impl EntryMut<'_> {
     /// as a modification unless [`EntryMut::unchanged`] follows.
     pub fn value_mut(&mut self) -> &mut crate::Value {
         self.modified = true;
+        self.shard.preserve_for_snapshot(self.slot);
         self.shard.slot_mut(self.slot).value_mut()
     }
 
@@ -736,6 +819,7 @@ impl EntryMut<'_> {
     /// entry's size changes with it (a deadline takes room only when set).
     pub fn set_expire_at_ms(&mut self, at: Option<u64>) {
         self.modified = true;
+        self.shard.preserve_for_snapshot(self.slot);
         self.sync_bytes();
         self.shard.unaccount(self.slot);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);

@@ -212,8 +212,9 @@ impl<'a> Db<'a> {
         guards
             .iter_mut()
             .map(|g| {
-                let old = std::mem::replace(&mut **g.guard, Shard::new(self.store.hasher));
+                let mut old = std::mem::replace(&mut **g.guard, Shard::new(self.store.hasher));
                 g.guard.adopt_watchers(&old);
+                g.guard.adopt_snapshot(&mut old);
                 old
             })
             .collect()

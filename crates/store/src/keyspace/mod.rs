@@ -18,6 +18,7 @@
 //!   readers use without locking.
 //! - `evict`: choosing the key to evict under the maxmemory policy.
 //! - `expire`: the active expiry pass and its lag.
+//! - `snapshot`: a snapshot's instant and the saver's steps.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -35,11 +36,13 @@ mod evict;
 mod expire;
 mod guards;
 mod locking;
+mod snapshot;
 
 use counts::ShardCounts;
 pub use db::{Db, DbMemory, DbStats};
 pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteShard};
 pub use locking::{drop_unlocked, Held, ShardSet, ShardsLocked};
+pub use snapshot::DbSize;
 
 /// Shards per database. A power of two well above the core count, so two
 /// busy keys rarely share a lock; at most 64, one bit each in a reader's
@@ -258,7 +261,7 @@ impl Store {
 
 /// A string value, for tests.
 #[cfg(test)]
-fn s(v: &str) -> crate::value::Value {
+pub(crate) fn s(v: &str) -> crate::value::Value {
     crate::value::Value::Str(crate::value::Str::from_bytes(v.as_bytes()))
 }
 
