@@ -93,14 +93,38 @@ impl Default for Thresholds {
 pub struct Malformed;
 
 /// A bounds-checked cursor over input bytes.
+///
+/// A read past the end also records how far the input would have had to
+/// reach ([`Cursor::wanted`]): a file reader holding only part of its
+/// input tells "truncated, read more" from "malformed" by it.
 pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
+    wanted: std::cell::Cell<usize>,
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Cursor { bytes, pos: 0 }
+        Cursor {
+            bytes,
+            pos: 0,
+            wanted: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The input length the furthest failed read needed (0 if none did):
+    /// beyond the end means the input was cut short.
+    pub(crate) fn wanted(&self) -> usize {
+        self.wanted.get()
+    }
+
+    /// Records that `n` more bytes from here were needed but missing.
+    pub(crate) fn ran_out(&self, n: usize) -> Malformed {
+        let end = self.pos.saturating_add(n);
+        if end > self.bytes.len() && end > self.wanted.get() {
+            self.wanted.set(end);
+        }
+        Malformed
     }
 
     pub(crate) fn pos(&self) -> usize {
@@ -122,12 +146,12 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn peek(&self) -> Result<u8, Malformed> {
-        self.bytes.get(self.pos).copied().ok_or(Malformed)
+        self.bytes.get(self.pos).copied().ok_or_else(|| self.ran_out(1))
     }
 
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
         let end = self.pos.checked_add(n).ok_or(Malformed)?;
-        let bytes = self.bytes.get(self.pos..end).ok_or(Malformed)?;
+        let bytes = self.bytes.get(self.pos..end).ok_or_else(|| self.ran_out(n))?;
         self.pos = end;
         Ok(bytes)
     }
