@@ -1,11 +1,14 @@
 //! keel-rdb: Redis's RDB object serialization, bytes in, values out.
 //!
 //! One job: turn a value into the bytes Redis 7.0 writes for it in RDB,
-//! and any such bytes (from Redis 7.0 or the older encodings it still
-//! loads) back into a value. The value is this crate's own plain
+//! and any such bytes (from Redis 7.0, the older encodings it still loads,
+//! or Redis 7.2's) back into a value; and the same for whole RDB files. The value is this crate's own plain
 //! [`Value`], not the keyspace's: the server converts between the two, so
 //! this crate knows nothing of how keel stores things.
 //!
+//! - [`file`]: a whole RDB file, streamed: its header, AUX fields,
+//!   function libraries, databases, keys with their expiry and LRU/LFU
+//!   metadata, and checksum ([`Writer`], [`Reader`]);
 //! - [`object`]: an RDB object, its type byte and body ([`read_object`],
 //!   [`write_object`]), the layer an RDB file repeats per key;
 //! - [`payload`]: the DUMP/RESTORE envelope around one object (RDB
@@ -22,6 +25,7 @@
 //! before anything is allocated for it, and no input panics.
 
 pub mod crc64;
+pub mod file;
 pub mod functions;
 pub mod lzf;
 pub mod object;
@@ -29,6 +33,7 @@ pub mod packed;
 pub mod payload;
 pub mod stream;
 
+pub use file::{Item, KeyMeta, LoadError, Problem, Reader, WriteOptions, Writer};
 pub use functions::{dump_functions, restore_functions, FunctionsError};
 pub use object::{read_object, read_object_within, write_object, Refused};
 pub use payload::{dump, restore, restore_within, PayloadError, RDB_VERSION};
