@@ -61,7 +61,7 @@ pub fn restore_functions(payload: &[u8], budget: usize) -> Result<Vec<Vec<u8>>, 
         }
         let (code, used) = read_string_within(rest, left).map_err(|e| match e {
             Refused::OverBudget => FunctionsError::OverBudget,
-            Refused::Malformed => FunctionsError::BadLibrary,
+            Refused::Malformed | Refused::Truncated | Refused::Empty => FunctionsError::BadLibrary,
         })?;
         left -= code.len().min(left);
         codes.push(code);

@@ -1,11 +1,14 @@
 //! keel-rdb: Redis's RDB object serialization, bytes in, values out.
 //!
 //! One job: turn a value into the bytes Redis 7.0 writes for it in RDB,
-//! and any such bytes (from Redis 7.0 or the older encodings it still
-//! loads) back into a value. The value is this crate's own plain
+//! and any such bytes (from Redis 7.0, the older encodings it still loads,
+//! or Redis 7.2's) back into a value; and the same for whole RDB files. The value is this crate's own plain
 //! [`Value`], not the keyspace's: the server converts between the two, so
 //! this crate knows nothing of how keel stores things.
 //!
+//! - [`file`]: a whole RDB file, streamed: its header, AUX fields,
+//!   function libraries, databases, keys with their expiry and LRU/LFU
+//!   metadata, and checksum ([`Writer`], [`Reader`]);
 //! - [`object`]: an RDB object, its type byte and body ([`read_object`],
 //!   [`write_object`]), the layer an RDB file repeats per key;
 //! - [`payload`]: the DUMP/RESTORE envelope around one object (RDB
@@ -22,6 +25,7 @@
 //! before anything is allocated for it, and no input panics.
 
 pub mod crc64;
+pub mod file;
 pub mod functions;
 pub mod lzf;
 pub mod object;
@@ -29,6 +33,7 @@ pub mod packed;
 pub mod payload;
 pub mod stream;
 
+pub use file::{Item, KeyMeta, LoadError, Problem, Reader, WriteOptions, Writer};
 pub use functions::{dump_functions, restore_functions, FunctionsError};
 pub use object::{read_object, read_object_within, write_object, Refused};
 pub use payload::{dump, restore, restore_within, PayloadError, RDB_VERSION};
@@ -93,14 +98,38 @@ impl Default for Thresholds {
 pub struct Malformed;
 
 /// A bounds-checked cursor over input bytes.
+///
+/// A read past the end also records how far the input would have had to
+/// reach ([`Cursor::wanted`]): a file reader holding only part of its
+/// input tells "truncated, read more" from "malformed" by it.
 pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
+    wanted: std::cell::Cell<usize>,
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Cursor { bytes, pos: 0 }
+        Cursor {
+            bytes,
+            pos: 0,
+            wanted: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The input length the furthest failed read needed (0 if none did):
+    /// beyond the end means the input was cut short.
+    pub(crate) fn wanted(&self) -> usize {
+        self.wanted.get()
+    }
+
+    /// Records that `n` more bytes from here were needed but missing.
+    pub(crate) fn ran_out(&self, n: usize) -> Malformed {
+        let end = self.pos.saturating_add(n);
+        if end > self.bytes.len() && end > self.wanted.get() {
+            self.wanted.set(end);
+        }
+        Malformed
     }
 
     pub(crate) fn pos(&self) -> usize {
@@ -122,12 +151,12 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn peek(&self) -> Result<u8, Malformed> {
-        self.bytes.get(self.pos).copied().ok_or(Malformed)
+        self.bytes.get(self.pos).copied().ok_or_else(|| self.ran_out(1))
     }
 
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
         let end = self.pos.checked_add(n).ok_or(Malformed)?;
-        let bytes = self.bytes.get(self.pos..end).ok_or(Malformed)?;
+        let bytes = self.bytes.get(self.pos..end).ok_or_else(|| self.ran_out(n))?;
         self.pos = end;
         Ok(bytes)
     }

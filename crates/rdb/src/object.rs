@@ -49,7 +49,18 @@ mod kind {
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS_2: u8 = 19;
+    pub const SET_LISTPACK: u8 = 20;
+    pub const MODULE: u8 = 6;
+    pub const MODULE_2: u8 = 7;
+
+    /// Whether `t` is an object type byte of RDB 11 (what Redis 7.2's
+    /// `rdbIsObjectType` accepts), modules included.
+    pub fn is_object_type(t: u8) -> bool {
+        t <= 7 || (9..=SET_LISTPACK).contains(&t)
+    }
 }
+
+pub(crate) use kind::{is_object_type, MODULE, MODULE_2};
 
 /// Quicklist node containers in `LIST_QUICKLIST_2`.
 const NODE_PLAIN: u64 = 1;
@@ -95,6 +106,11 @@ pub enum Refused {
     Malformed,
     /// Decoding it would take more than the budget.
     OverBudget,
+    /// The bytes end before the object does.
+    Truncated,
+    /// An empty collection: Redis never stores one, and skips one in an
+    /// RDB file (older versions could write them) where RESTORE refuses it.
+    Empty,
 }
 
 /// [`read_object`], allocating at most about `budget` bytes while
@@ -103,19 +119,17 @@ pub enum Refused {
 /// budget before it is allocated.
 pub fn read_object_within(bytes: &[u8], budget: usize) -> Result<(Value, usize), Refused> {
     let mut c = Cursor::new(bytes);
-    let mut b = Budget {
-        left: budget,
-        exceeded: false,
-    };
-    match read_body(&mut c, &mut b) {
-        Ok(value) => Ok((value, c.pos())),
-        Err(Malformed) if b.exceeded => Err(Refused::OverBudget),
-        Err(Malformed) => Err(Refused::Malformed),
-    }
+    let mut b = Budget::new(budget);
+    let value = c
+        .byte()
+        .and_then(|rdb_type| read_value(rdb_type, &mut c, &mut b))
+        .map_err(|Malformed| b.refusal(&c))?;
+    check(&value)?;
+    Ok((value, c.pos()))
 }
 
 /// Bytes decoding may still allocate.
-struct Budget {
+pub(crate) struct Budget {
     left: usize,
     exceeded: bool,
 }
@@ -129,6 +143,25 @@ const ELEMENT_COST: usize = 32;
 const PACKED_EXPANSION: usize = ELEMENT_COST / 2;
 
 impl Budget {
+    pub(crate) fn new(left: usize) -> Self {
+        Budget {
+            left,
+            exceeded: false,
+        }
+    }
+
+    /// Why decoding with this budget from `c` failed: the budget first (more
+    /// input would not help), then input that ended too soon.
+    pub(crate) fn refusal(&self, c: &Cursor) -> Refused {
+        if self.exceeded {
+            Refused::OverBudget
+        } else if c.wanted() > c.pos() + c.remaining() {
+            Refused::Truncated
+        } else {
+            Refused::Malformed
+        }
+    }
+
     fn spend(&mut self, bytes: usize) -> Result<(), Malformed> {
         match self.left.checked_sub(bytes) {
             Some(left) => {
@@ -151,8 +184,8 @@ fn read_packed(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
     Ok(packed)
 }
 
-fn read_body(c: &mut Cursor, b: &mut Budget) -> Result<Value, Malformed> {
-    let rdb_type = c.byte()?;
+/// The body of an object of type `rdb_type`, not yet [`check`]ed.
+pub(crate) fn read_value(rdb_type: u8, c: &mut Cursor, b: &mut Budget) -> Result<Value, Malformed> {
     let value = match rdb_type {
         kind::STRING => Value::String(read_string(c, b)?),
         kind::LIST => {
@@ -207,6 +240,7 @@ fn read_body(c: &mut Cursor, b: &mut Budget) -> Result<Value, Malformed> {
             Value::SortedSet(scored(packed::listpack_entries(&read_packed(c, b)?)?)?)
         }
         kind::HASH_ZIPLIST => Value::Hash(paired(packed::ziplist_entries(&read_packed(c, b)?)?)?),
+        kind::SET_LISTPACK => Value::Set(packed::listpack_entries(&read_packed(c, b)?)?),
         kind::HASH_LISTPACK => Value::Hash(paired(packed::listpack_entries(&read_packed(c, b)?)?)?),
         kind::LIST_QUICKLIST => {
             let nodes = read_count(c, 1)?;
@@ -239,30 +273,37 @@ fn read_body(c: &mut Cursor, b: &mut Budget) -> Result<Value, Malformed> {
         }
         _ => return Err(Malformed),
     };
-    check(&value)?;
     Ok(value)
 }
 
 /// Refuses what Redis refuses to load: an empty collection (Redis never
 /// stores one), a repeated set member, hash field or sorted-set member,
 /// and a NaN score.
-fn check(value: &Value) -> Result<(), Malformed> {
+pub(crate) fn check(value: &Value) -> Result<(), Refused> {
     fn distinct<'a>(mut items: impl ExactSizeIterator<Item = &'a [u8]>) -> bool {
         let mut seen = HashSet::with_capacity_and_hasher(items.len(), RandomState::default());
         items.all(|item| seen.insert(item))
     }
+    let empty = match value {
+        Value::String(_) | Value::Stream(_) => false,
+        Value::List(elements) => elements.is_empty(),
+        Value::Set(members) => members.is_empty(),
+        Value::Hash(pairs) => pairs.is_empty(),
+        Value::SortedSet(pairs) => pairs.is_empty(),
+    };
+    if empty {
+        return Err(Refused::Empty);
+    }
     let fine = match value {
-        Value::String(_) | Value::Stream(_) => true,
-        Value::List(elements) => !elements.is_empty(),
-        Value::Set(members) => !members.is_empty() && distinct(members.iter().map(|m| &m[..])),
-        Value::Hash(pairs) => !pairs.is_empty() && distinct(pairs.iter().map(|(f, _)| &f[..])),
+        Value::String(_) | Value::Stream(_) | Value::List(_) => true,
+        Value::Set(members) => distinct(members.iter().map(|m| &m[..])),
+        Value::Hash(pairs) => distinct(pairs.iter().map(|(f, _)| &f[..])),
         Value::SortedSet(pairs) => {
-            !pairs.is_empty()
-                && pairs.iter().all(|(_, score)| !score.is_nan())
+            pairs.iter().all(|(_, score)| !score.is_nan())
                 && distinct(pairs.iter().map(|(m, _)| &m[..]))
         }
     };
-    fine.then_some(()).ok_or(Malformed)
+    fine.then_some(()).ok_or(Refused::Malformed)
 }
 
 /// Alternating field, value elements as pairs.
@@ -319,7 +360,7 @@ fn read_length_or_encoding(c: &mut Cursor) -> Result<Result<u64, u8>, Malformed>
     })
 }
 
-fn read_length(c: &mut Cursor) -> Result<u64, Malformed> {
+pub(crate) fn read_length(c: &mut Cursor) -> Result<u64, Malformed> {
     read_length_or_encoding(c)?.map_err(|_| Malformed)
 }
 
@@ -327,39 +368,35 @@ fn read_length(c: &mut Cursor) -> Result<u64, Malformed> {
 /// bytes left cannot hold them (so it can size an allocation).
 fn read_count(c: &mut Cursor, min_bytes: usize) -> Result<usize, Malformed> {
     let n = usize::try_from(read_length(c)?).map_err(|_| Malformed)?;
-    if n.checked_mul(min_bytes)
-        .is_none_or(|need| need > c.remaining())
-    {
-        return Err(Malformed);
+    match n.checked_mul(min_bytes) {
+        Some(need) if need > c.remaining() => Err(c.ran_out(need)),
+        Some(_) => Ok(n),
+        None => Err(Malformed),
     }
-    Ok(n)
 }
 
 /// One RDB string (plain, integer-encoded or LZF-compressed) at the front
 /// of `bytes`, and the bytes it took, allocating at most about `budget`.
 pub fn read_string_within(bytes: &[u8], budget: usize) -> Result<(Vec<u8>, usize), Refused> {
     let mut c = Cursor::new(bytes);
-    let mut b = Budget {
-        left: budget,
-        exceeded: false,
-    };
+    let mut b = Budget::new(budget);
     match read_string(&mut c, &mut b) {
         Ok(s) => Ok((s, c.pos())),
-        Err(Malformed) if b.exceeded => Err(Refused::OverBudget),
-        Err(Malformed) => Err(Refused::Malformed),
+        Err(Malformed) => Err(b.refusal(&c)),
     }
 }
 
 /// Appends `s` as Redis's `rdbSaveRawString` writes it.
 pub fn write_string(s: &[u8], out: &mut Vec<u8>) {
-    Writer {
-        out,
-        compressor: None,
-    }
-    .string(s);
+    Writer::new(out, Some(&mut None)).string(s);
 }
 
-fn read_string(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
+/// Where a writer's LZF compressor lives: made on the first string long
+/// enough to compress and kept for the next ones; `None` inside means
+/// "not made yet", and a writer given no slot never compresses.
+pub(crate) type CompressorSlot = Option<Compressor>;
+
+pub(crate) fn read_string(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
     match read_length_or_encoding(c)? {
         Ok(len) => {
             let len = usize::try_from(len).map_err(|_| Malformed)?;
@@ -381,10 +418,18 @@ fn read_string(c: &mut Cursor, b: &mut Budget) -> Result<Vec<u8>, Malformed> {
 
 /// Writes `value` as one object (type byte and body) at the end of `out`.
 pub fn write_object(value: &Value, thresholds: &Thresholds, out: &mut Vec<u8>) {
-    let mut w = Writer {
-        out,
-        compressor: None,
-    };
+    write_object_with(value, thresholds, Some(&mut None), out);
+}
+
+/// [`write_object`] with a compressor kept across objects, or none to
+/// never compress (`rdbcompression no`).
+pub(crate) fn write_object_with(
+    value: &Value,
+    thresholds: &Thresholds,
+    compressor: Option<&mut CompressorSlot>,
+    out: &mut Vec<u8>,
+) {
+    let mut w = Writer { out, compressor };
     match value {
         Value::String(s) => {
             w.out.push(kind::STRING);
@@ -476,14 +521,18 @@ impl stream::Sink for Writer<'_> {
     }
 }
 
-struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     out: &'a mut Vec<u8>,
-    /// Made on the first string long enough to compress.
-    compressor: Option<Compressor>,
+    /// `None` when strings are never compressed.
+    compressor: Option<&'a mut CompressorSlot>,
 }
 
-impl Writer<'_> {
-    fn length(&mut self, len: u64) {
+impl<'a> Writer<'a> {
+    pub(crate) fn new(out: &'a mut Vec<u8>, compressor: Option<&'a mut CompressorSlot>) -> Self {
+        Writer { out, compressor }
+    }
+
+    pub(crate) fn length(&mut self, len: u64) {
         match len {
             0..=0x3f => self.out.push(len as u8),
             0x40..=0x3fff => self
@@ -501,7 +550,7 @@ impl Writer<'_> {
     }
 
     /// A string as Redis's `rdbSaveRawString` writes it.
-    fn string(&mut self, s: &[u8]) {
+    pub(crate) fn string(&mut self, s: &[u8]) {
         if s.len() <= INT_ENCODE_MAX_LEN {
             if let Some(n) = parse_canonical_i64(s) {
                 let (encoding, width) = match n {
@@ -517,8 +566,8 @@ impl Writer<'_> {
                 }
             }
         }
-        if s.len() > COMPRESS_ABOVE {
-            let compressor = self.compressor.get_or_insert_with(Compressor::default);
+        if let Some(slot) = self.compressor.as_mut().filter(|_| s.len() > COMPRESS_ABOVE) {
+            let compressor = slot.get_or_insert_with(Compressor::default);
             if let Some(compressed) = compressor.compress(s, s.len() - 4) {
                 self.out.push(0xc0 | ENC_LZF);
                 self.length(compressed.len() as u64);
