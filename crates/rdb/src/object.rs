@@ -566,7 +566,11 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        if let Some(slot) = self.compressor.as_mut().filter(|_| s.len() > COMPRESS_ABOVE) {
+        if let Some(slot) = self
+            .compressor
+            .as_mut()
+            .filter(|_| s.len() > COMPRESS_ABOVE)
+        {
             let compressor = slot.get_or_insert_with(Compressor::default);
             if let Some(compressed) = compressor.compress(s, s.len() - 4) {
                 self.out.push(0xc0 | ENC_LZF);

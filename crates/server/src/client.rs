@@ -35,6 +35,9 @@ pub enum AfterReply {
     /// once the script ends, or answers BUSY once the script has run past
     /// `busy-reply-threshold` (see `crate::scripting::gate`).
     WaitForScript,
+    /// SYNC or PSYNC: send the dataset's RDB payload, then close (see
+    /// `cmd/replication/sync.rs`).
+    SendSnapshot,
 }
 
 /// One connection's private state, owned by its task.
@@ -59,6 +62,19 @@ pub struct Client {
     pub subscriptions: Subscriptions,
     /// CLIENT REPLY: whether replies are sent.
     pub reply_mode: ReplyMode,
+    /// What REPLCONF said, for a peer that asks for a full sync.
+    pub replica_handshake: ReplicaHandshake,
+}
+
+/// What a replica (or `redis-cli --rdb`) told its primary with REPLCONF.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReplicaHandshake {
+    /// `listening-port`.
+    pub listening_port: Option<i64>,
+    /// `capa eof`: it reads a diskless payload.
+    pub capa_eof: bool,
+    /// `rdb-only 1`: it wants the snapshot, not the stream after it.
+    pub rdb_only: bool,
 }
 
 /// CLIENT REPLY's modes, as Redis's `CLIENT_REPLY_*` flags.
@@ -184,6 +200,7 @@ impl Client {
             ready: Vec::new(),
             subscriptions: Subscriptions::default(),
             reply_mode: ReplyMode::On,
+            replica_handshake: ReplicaHandshake::default(),
         }
     }
 

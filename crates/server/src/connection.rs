@@ -786,6 +786,12 @@ impl<'a> Connection<'a> {
                         return Ok(Batch::Close);
                     }
                 }
+                Some(AfterReply::SendSnapshot) => {
+                    self.leave_lane();
+                    self.flush().await?;
+                    self.send_snapshot(killed.as_mut()).await?;
+                    return Ok(Batch::Close);
+                }
                 Some(AfterReply::WaitForScript) => {
                     self.leave_lane();
                     self.flush().await?;
@@ -838,6 +844,37 @@ impl<'a> Connection<'a> {
     /// runs past `busy-reply-threshold` before the job starts, the job is
     /// given up and the reply is BUSY, as the command would have got had
     /// it arrived a moment later.
+    /// SYNC or PSYNC: sends the RDB payload the save thread writes, a few
+    /// chunks at a time, diskless if the peer announced `capa eof`.
+    async fn send_snapshot(
+        &mut self,
+        mut killed: Pin<&mut impl Future<Output = ()>>,
+    ) -> std::io::Result<()> {
+        use crate::persistence::save::{request_payload, PayloadFormat, EOF_MARK_LEN};
+        let format = match self.client.replica_handshake.capa_eof {
+            true => {
+                let mut mark = [0u8; EOF_MARK_LEN];
+                for byte in &mut mark {
+                    *byte = b"0123456789abcdef"[rand::random::<usize>() % 16];
+                }
+                PayloadFormat::EofMark(mark)
+            }
+            false => PayloadFormat::Length,
+        };
+        let (out, mut chunks) = tokio::sync::mpsc::channel(4);
+        if !request_payload(self.server, format, out) {
+            return Err(std::io::Error::other("the save thread is gone"));
+        }
+        while let Some(chunk) = chunks.recv().await {
+            tokio::select! {
+                written = self.socket.write_all(&chunk) => written?,
+                _ = &mut killed => return Ok(()),
+            }
+            self.server.stats.count_output(chunk.len());
+        }
+        Ok(())
+    }
+
     async fn wait_script(
         &mut self,
         job: crate::scripting::Job,

@@ -18,6 +18,7 @@ mod memory;
 mod metrics;
 mod monitor;
 mod pause;
+mod persistence;
 mod priority;
 mod process;
 mod pubsub;

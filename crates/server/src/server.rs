@@ -26,7 +26,8 @@
 //! holds shard or allocator locks it works at the workers' priority, so a
 //! worker never waits on a lock held by a preempted low-priority thread
 //! (see `priority.rs`). The main thread accepts connections, ahead of the
-//! workers, and handles signals.
+//! workers, and handles signals. Snapshots are written on a thread of their
+//! own, the file is loaded at start-up on another (see `persistence`).
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -96,6 +97,8 @@ pub struct Server {
     pub pause: crate::pause::Pause,
     /// EVAL scripts and functions, and the gate of the running one.
     pub scripting: crate::scripting::Scripting,
+    /// RDB snapshots: saving, the schedule, loading.
+    pub persistence: crate::persistence::Persistence,
     shutdown: watch::Sender<bool>,
 }
 
@@ -173,6 +176,7 @@ impl Server {
             slowlog: Default::default(),
             pause: Default::default(),
             scripting: crate::scripting::Scripting::new(databases, lua_maxmemory),
+            persistence: crate::persistence::Persistence::new(now / 1000),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -527,6 +531,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     let server = Arc::new(Server::new(config, port));
     crate::lazyfree::start(server.clone())?;
     crate::scripting::start(server.clone())?;
+    crate::persistence::load::load_at_startup(&server)?;
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;
@@ -584,13 +589,17 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     }
     let may_raise_priority = priority.above_workers.is_ok();
     start_maintenance(server.clone(), may_raise_priority)?;
+    crate::persistence::save::start(server.clone(), may_raise_priority)?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    loop {
+    let signalled = loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => notice!("Received SIGINT scheduling shutdown..."),
             _ = sigterm.recv() => notice!("Received SIGTERM scheduling shutdown..."),
-            _ = shutdown.wait_for(|&s| s) => notice!("User requested shutdown..."),
+            _ = shutdown.wait_for(|&s| s) => {
+                notice!("User requested shutdown...");
+                break false;
+            }
             Some(listeners) = replacements.recv() => {
                 // CONFIG SET port or bind: accept on the new sockets only.
                 acceptors.iter().for_each(|a| a.abort());
@@ -602,14 +611,20 @@ pub async fn run(config: Config) -> std::io::Result<()> {
                 continue;
             }
         }
-        break;
-    }
+        break true;
+    };
     crate::process::stopping(supervised);
     server.begin_shutdown();
     for acceptor in acceptors {
         let _ = acceptor.await;
     }
     server.clients.wait_all_closed(Duration::from_secs(5)).await;
+    // SHUTDOWN saved (or not) as its options said; after a signal, with
+    // every client gone, the dataset is saved if save points are set, as
+    // Redis does.
+    if signalled && crate::persistence::save::save_if_scheduled(&server).is_err() {
+        warning!("Error trying to save the DB, exiting anyway.");
+    }
     // Workers whose connections are all closed are idle; the process exit
     // ends them.
     drop(workers);
@@ -709,6 +724,7 @@ fn start_maintenance(server: Arc<Server>, may_raise_priority: bool) -> std::io::
                 tokio::join!(
                     sample_throughput(server.clone()),
                     expire_keys(server.clone()),
+                    crate::persistence::save::run_schedule(server.clone()),
                     crate::eviction::evict_ahead(server),
                 );
             });

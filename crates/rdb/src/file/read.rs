@@ -4,8 +4,7 @@
 use std::io::{self, Read};
 
 use super::{
-    opcode, Item, KeyMeta, LoadError, Problem, FIRST_VERSION_WITH_CHECKSUM, MAGIC,
-    MAX_READ_VERSION,
+    opcode, Item, KeyMeta, LoadError, Problem, FIRST_VERSION_WITH_CHECKSUM, MAGIC, MAX_READ_VERSION,
 };
 use crate::crc64::crc64;
 use crate::object::{self, Budget, Refused};
@@ -57,7 +56,9 @@ enum Step {
 enum Stop {
     /// The window ends before the step does: it needs `wanted` bytes at
     /// least.
-    Short { wanted: usize },
+    Short {
+        wanted: usize,
+    },
     Bad(Problem),
 }
 
@@ -273,9 +274,11 @@ fn step(c: &mut Cursor, b: &mut Budget) -> Result<Step, Failure> {
     let op = c.byte()?;
     Ok(match op {
         opcode::EXPIRETIME_MS => Step::Expire(u64::try_from(c.int_le(8)?).unwrap_or(0)),
-        opcode::EXPIRETIME => {
-            Step::Expire(u64::try_from(c.int_le(4)?).unwrap_or(0).saturating_mul(1000))
-        }
+        opcode::EXPIRETIME => Step::Expire(
+            u64::try_from(c.int_le(4)?)
+                .unwrap_or(0)
+                .saturating_mul(1000),
+        ),
         opcode::IDLE => Step::Idle(object::read_length(c)?),
         opcode::FREQ => Step::Freq(c.byte()?),
         opcode::AUX => Step::Item(Item::Aux {

@@ -197,6 +197,8 @@ impl From<String> for Error {
 
 /// Redis's common error replies, spelled once.
 pub mod errors {
+    /// A command Redis does not run while the dataset loads.
+    pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
     /// An operation on a value of another type.
     pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
     /// An argument or stored value that is not an `i64`.

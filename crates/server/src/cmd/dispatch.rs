@@ -275,8 +275,16 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         }
     }
     let writes = |spec: &Spec, _: &[Bytes]| spec.has_flag("write");
+    if server.persistence.refuses_writes(&server.config)
+        && command_or_queued(table, ctx.client, spec, args, writes)
+    {
+        return reject(ctx, Some(id), crate::persistence::MISCONF.into());
+    }
     if server.lacks_replicas() && command_or_queued(table, ctx.client, spec, args, writes) {
         return reject(ctx, Some(id), errors::NOREPLICAS.into());
+    }
+    if server.persistence.loading.active() && !spec.has_flag("loading") {
+        return reject(ctx, Some(id), errors::LOADING.into());
     }
     if ctx.client.tx.queued.is_some() && !transaction::runs_inside_multi(spec) {
         transaction::queue(ctx.client, spec, args);
@@ -429,6 +437,9 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         Some(ref reply) => Outcome::Failed(reply),
         None => Outcome::Succeeded,
     };
+    if spec.has_flag("write") && matches!(outcome, Outcome::Succeeded) {
+        server.persistence.note_write();
+    }
     // What this command (not one before it in the same EXEC) asked the
     // connection to do after its reply.
     let asked = match asked_before {

@@ -3,7 +3,8 @@
 //! `set/`, `zset/`, `bitmap/` (`bitops.c`), `geo/` (`geo.c`), `hll/`
 //! (`hyperloglog.c`), `sort/` (`sort.c`), `scripting/` (`eval.c`, `functions.c`),
 //! `stream/` (`t_stream.c`), `generic/` (`db.c`, `expire.c`), `server/`,
-//! `connection/`, `pubsub/`, `transactions/` (`multi.c`). Each command is
+//! `connection/`, `pubsub/`, `transactions/` (`multi.c`), `replication/`
+//! (`replication.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
 //! flags, key positions, docs — what COMMAND INFO/DOCS report and what
@@ -36,6 +37,7 @@ mod hash;
 mod hll;
 mod list;
 mod pubsub;
+mod replication;
 mod scripting;
 mod server;
 mod set;

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::context::Spec;
 use super::{
-    bitmap, connection, generic, geo, hash, hll, list, pubsub, scripting, server, set, sort,
-    stream, string, transactions, zset,
+    bitmap, connection, generic, geo, hash, hll, list, pubsub, replication, scripting, server, set,
+    sort, stream, string, transactions, zset,
 };
 
 /// The top-level commands keel serves.
@@ -195,6 +195,12 @@ static COMMANDS: &[&Spec] = &[
     &string::set::PSETEX,
     &string::setrange::SPEC,
     &server::shutdown::SPEC,
+    &server::save::SAVE,
+    &server::save::BGSAVE,
+    &server::save::LASTSAVE,
+    &replication::replconf::SPEC,
+    &replication::sync::SYNC,
+    &replication::sync::PSYNC,
     &generic::swapdb::SPEC,
     &server::slowlog::SPEC,
     &sort::sort_::SORT,

@@ -165,6 +165,26 @@ impl Scripting {
         }
     }
 
+    /// The code of every function library, as FUNCTION DUMP and a
+    /// snapshot save them. Waits for a running script or function job.
+    pub fn library_codes(&self) -> Vec<Bytes> {
+        self.engines.lock().functions.codes()
+    }
+
+    /// Loads the libraries of an RDB file: in place of every library there
+    /// is if `replace_all`, else beside them, replacing those of the same
+    /// name.
+    pub fn load_libraries(&self, codes: Vec<Bytes>, replace_all: bool) -> Result<(), String> {
+        let policy = match replace_all {
+            true => keel_script::RestorePolicy::Flush,
+            false => keel_script::RestorePolicy::Replace,
+        };
+        let mut engines = self.engines();
+        let loaded = engines.functions.restore(codes, policy);
+        self.note_memory(&engines);
+        loaded
+    }
+
     /// `lua-maxmemory`: each Lua state's limit from the next job on.
     pub fn set_heap_limit(&self, bytes: usize) {
         self.heap_limit.store(bytes, Ordering::Relaxed);

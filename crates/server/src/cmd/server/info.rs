@@ -238,12 +238,64 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("lazyfreed_objects", lazyfree.freed.to_string());
         }
         "persistence" => {
-            put("loading", "0".into());
+            let now_secs = now_ms / 1000;
+            let loading = server.persistence.loading.status();
+            put("loading", u8::from(loading.is_some()).to_string());
             put("async_loading", "0".into());
-            put("rdb_changes_since_last_save", "0".into());
-            put("rdb_bgsave_in_progress", "0".into());
-            put("rdb_last_save_time", (server.started_ms / 1000).to_string());
-            put("rdb_last_bgsave_status", "ok".into());
+            if let Some(l) = loading {
+                let perc = 100.0 * l.loaded_bytes as f64 / l.total_bytes.max(1) as f64;
+                let elapsed = now_secs.saturating_sub(l.started);
+                let eta = match l.loaded_bytes {
+                    0 => 1,
+                    done => elapsed * l.total_bytes.saturating_sub(done) / done,
+                };
+                put("loading_start_time", l.started.to_string());
+                put("loading_total_bytes", l.total_bytes.to_string());
+                put("loading_rdb_used_mem", "0".into());
+                put("loading_loaded_bytes", l.loaded_bytes.to_string());
+                put("loading_loaded_perc", format!("{perc:.2}"));
+                put("loading_eta_seconds", eta.to_string());
+            }
+            let p = server.persistence.status(now_secs);
+            let seconds = |s: Option<u64>| s.map_or("-1".into(), |s| s.to_string());
+            put("current_cow_peak", "0".into());
+            put("current_cow_size", "0".into());
+            put("current_cow_size_age", "0".into());
+            put("current_fork_perc", "0.00".into());
+            put("current_save_keys_processed", "0".into());
+            put("current_save_keys_total", "0".into());
+            put("rdb_changes_since_last_save", p.dirty.to_string());
+            put(
+                "rdb_bgsave_in_progress",
+                u8::from(p.bgsave_in_progress).to_string(),
+            );
+            put("rdb_last_save_time", p.last_save.to_string());
+            let status = if p.last_bgsave_ok { "ok" } else { "err" };
+            put("rdb_last_bgsave_status", status.into());
+            put("rdb_last_bgsave_time_sec", seconds(p.last_bgsave_secs));
+            put(
+                "rdb_current_bgsave_time_sec",
+                seconds(p.current_bgsave_secs),
+            );
+            put("rdb_saves", p.saves.to_string());
+            put("rdb_last_cow_size", "0".into());
+            put(
+                "rdb_last_load_keys_expired",
+                p.last_load.expired.to_string(),
+            );
+            put("rdb_last_load_keys_loaded", p.last_load.loaded.to_string());
+            put(
+                "keel_rdb_last_load_keys_evicted",
+                p.last_load.evicted.to_string(),
+            );
+            put(
+                "keel_rdb_last_load_keys_dropped",
+                p.last_load.dropped.to_string(),
+            );
+            put(
+                "keel_snapshot_bytes",
+                server.store.snapshot_bytes().to_string(),
+            );
             put("aof_enabled", "0".into());
             put("aof_rewrite_in_progress", "0".into());
             put("aof_last_write_status", "ok".into());

@@ -10,6 +10,7 @@ pub mod latency;
 pub mod lolwut;
 pub mod memory;
 pub mod monitor;
+pub mod save;
 pub mod shutdown;
 pub mod slowlog;
 pub mod time;

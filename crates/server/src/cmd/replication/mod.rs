@@ -1,0 +1,4 @@
+//! Replication commands: Redis's `replication.c`.
+
+pub mod replconf;
+pub mod sync;

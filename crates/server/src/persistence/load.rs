@@ -1,0 +1,221 @@
+//! Reading an RDB file into the keyspace: at start-up (on a thread, while
+//! clients get `-LOADING`) and for DEBUG RELOAD.
+//!
+//! The file is streamed (`keel_rdb::file::Reader`), never read whole. Keys
+//! whose TTL passed are skipped, as a Redis primary skips them. Each key
+//! first makes room for itself under `maxmemory` as a write would
+//! ([`Room::grow_evicting`]): the policy evicts what it chooses, and where
+//! it may not evict (`noeviction`), the key is not loaded. The log and INFO
+//! say how many keys went either way.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use keel_rdb::file::{Item, Reader};
+
+use super::values::stored;
+use crate::eviction::Room;
+use crate::server::{unix_ms, Server};
+use crate::{notice, warning};
+
+/// What a load did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// Keys put in the keyspace.
+    pub loaded: u64,
+    /// Keys skipped because their TTL had passed.
+    pub expired: u64,
+    /// Keys the policy evicted to make room for later ones.
+    pub evicted: u64,
+    /// Keys not loaded because nothing could be evicted for them.
+    pub dropped: u64,
+}
+
+/// How often the log reports progress on a long load.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// What a key adds beyond its key and value bytes (entry header, slot,
+/// index share): enough to reserve, the exact figure is counted once in.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// At start-up: if `dir`/`dbfilename` exists, marks the server as loading
+/// (before any client is accepted) and loads it on a thread. A file that
+/// cannot be loaded stops the server: serving without it, or with part of
+/// it, would look like a warm start and be a cold one.
+pub fn load_at_startup(server: &Arc<Server>) -> std::io::Result<()> {
+    let path = super::Settings::of(&server.config.read()).path;
+    let size = match std::fs::metadata(&path) {
+        Ok(meta) => meta.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(std::io::Error::other(format!(
+                "Can't open the RDB file {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    server.persistence.loading.begin(unix_ms() / 1000, size);
+    let loader = server.clone();
+    std::thread::Builder::new()
+        .name("keel-load".into())
+        .spawn(move || {
+            let started = Instant::now();
+            match load_file(&loader, &path, LoadInto::Empty) {
+                Ok(report) => notice!(
+                    "DB loaded from disk: {:.3} seconds ({})",
+                    started.elapsed().as_secs_f64(),
+                    describe(&report)
+                ),
+                Err(e) => {
+                    warning!("{e}");
+                    warning!("Fatal error loading the DB, check server logs. Exiting.");
+                    std::process::exit(1);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+fn describe(report: &Report) -> String {
+    let mut text = format!(
+        "keys loaded: {}, keys expired: {}",
+        report.loaded, report.expired
+    );
+    if report.evicted + report.dropped > 0 {
+        text += &format!(
+            ", over maxmemory: {} evicted by the policy, {} not loaded",
+            report.evicted, report.dropped
+        );
+    }
+    text
+}
+
+/// How a load meets what the server holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadInto {
+    /// Every database is emptied first, and the libraries replaced.
+    Empty,
+    /// Keys and libraries are added; a key already present is an error.
+    Existing,
+    /// Keys and libraries are added, replacing those present (DEBUG
+    /// RELOAD MERGE).
+    Merge,
+}
+
+/// Loads the file at `path`, with the server marked as loading meanwhile
+/// (emptied first if `into` says so, while marked). The error names the
+/// file, the offset and the problem.
+pub fn load_file(server: &Server, path: &Path, into: LoadInto) -> Result<Report, String> {
+    let cannot_open =
+        |e: std::io::Error| format!("Can't open the RDB file {}: {e}", path.display());
+    let file = File::open(path).map_err(cannot_open)?;
+    let size = file.metadata().map_err(cannot_open)?.len();
+    let loading = &server.persistence.loading;
+    loading.begin(unix_ms() / 1000, size);
+    if into == LoadInto::Empty {
+        for db in 0..server.store.databases() {
+            let old = server.store.db(db, unix_ms()).flush();
+            crate::lazyfree::free_flushed(old, None);
+        }
+    }
+    let result = load(server, file, size, into)
+        .map_err(|e| format!("Short read or corrupt RDB file {} {e}", path.display()));
+    loading.end();
+    if let Ok(report) = result {
+        server.persistence.loaded(report);
+    }
+    result
+}
+
+fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report, String> {
+    let store = &server.store;
+    let budget = server.room_left().map_or(usize::MAX, |left| {
+        usize::try_from(left).unwrap_or(usize::MAX)
+    });
+    let mut reader = Reader::new(file, budget).map_err(|e| e.to_string())?;
+    let limits = store.encodings.limits();
+    let evicted_before = store.evicted_keys();
+    let mut report = Report::default();
+    let mut libraries: Vec<Bytes> = Vec::new();
+    let mut db = 0;
+    let mut last_log = Instant::now();
+    loop {
+        let offset = reader.offset();
+        let item = reader.next().map_err(|e| e.to_string())?;
+        server.persistence.loading.progress(reader.offset());
+        if last_log.elapsed() >= PROGRESS_EVERY {
+            last_log = Instant::now();
+            notice!(
+                "Loading RDB: {:.0}% ({} of {} bytes)",
+                100.0 * reader.offset() as f64 / size.max(1) as f64,
+                reader.offset(),
+                size
+            );
+        }
+        match item {
+            Item::Aux { key, value } => {
+                if key == b"redis-ver" {
+                    notice!(
+                        "Loading RDB produced by version {}",
+                        String::from_utf8_lossy(&value)
+                    );
+                }
+            }
+            Item::Functions(code) => libraries.push(code.into()),
+            Item::SelectDb(n) => {
+                db = usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n < store.databases())
+                    .ok_or_else(|| {
+                        format!(
+                            "at offset {offset}: the file has database {n}, this server is configured for {} databases",
+                            store.databases()
+                        )
+                    })?;
+            }
+            Item::ResizeDb { .. } => {}
+            Item::Key { key, value, meta } => {
+                let now_ms = unix_ms();
+                if meta.expire_at_ms.is_some_and(|at| at <= now_ms) {
+                    report.expired += 1;
+                    continue;
+                }
+                let value = stored(value, &limits);
+                let mut room = Room::empty(server);
+                let bytes =
+                    key.len() + value.heap_bytes() + ENTRY_OVERHEAD + store.largest_table_growth();
+                if !room.grow_evicting(now_ms, bytes) {
+                    report.dropped += 1;
+                    continue;
+                }
+                let keyspace = store.db(db, now_ms);
+                let mut shard = keyspace.write(&key);
+                if shard.peek(&key).is_some() && into != LoadInto::Merge {
+                    return Err(format!(
+                        "at offset {offset}: duplicate key in database {db}"
+                    ));
+                }
+                shard.insert(&key, value, meta.expire_at_ms);
+                if let Some(entry) = shard.peek(&key) {
+                    let clock = store.clock();
+                    let idle = meta.idle_seconds;
+                    (entry.access()).restore(&store.access, clock, idle, meta.lfu_freq);
+                }
+                report.loaded += 1;
+            }
+            Item::End => break,
+        }
+    }
+    if let Err(e) = server
+        .scripting
+        .load_libraries(libraries, into == LoadInto::Empty)
+    {
+        warning!("Function libraries in the RDB file not loaded: {e}");
+    }
+    report.evicted = store.evicted_keys() - evicted_before;
+    report.loaded -= report.evicted.min(report.loaded);
+    Ok(report)
+}
