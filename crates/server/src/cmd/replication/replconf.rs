@@ -16,6 +16,7 @@ pub const SPEC: Spec = Spec {
     acl: &["@admin", "@slow", "@dangerous"],
     group: "server",
     summary: "An internal command for configuring the replication stream",
+    since: "3.0.0",
     complexity: "O(1)",
     run,
     ..BASE

@@ -21,6 +21,7 @@ pub const SYNC: Spec = Spec {
     acl: &["@admin", "@slow", "@dangerous"],
     group: "server",
     summary: "Internal command used for replication",
+    complexity: "",
     run: |ctx, _| full_sync(ctx),
     ..BASE
 };
@@ -33,6 +34,8 @@ pub const PSYNC: Spec = Spec {
     acl: &["@admin", "@slow", "@dangerous"],
     group: "server",
     summary: "Internal command used for replication",
+    since: "2.8.0",
+    complexity: "",
     run: psync,
     ..BASE
 };
