@@ -64,6 +64,9 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// What REPLCONF said, for a peer that asks for a full sync.
     pub replica_handshake: ReplicaHandshake,
+    /// This is the replication link's client, applying the primary's
+    /// stream: its writes are not refused as a replica's clients' are.
+    pub is_primary_link: bool,
 }
 
 /// What a replica (or `redis-cli --rdb`) told its primary with REPLCONF.
@@ -201,6 +204,7 @@ impl Client {
             subscriptions: Subscriptions::default(),
             reply_mode: ReplyMode::On,
             replica_handshake: ReplicaHandshake::default(),
+            is_primary_link: false,
         }
     }
 
@@ -262,6 +266,9 @@ pub struct ClientHandle {
     unexecuted: Mutex<bytes::Bytes>,
     monitor: AtomicBool,
     /// Bytes waiting in the query buffer.
+    /// Whether this is a replica's link to its primary (CLIENT LIST's
+    /// `M` flag, CLIENT KILL TYPE master).
+    pub primary_link: std::sync::atomic::AtomicBool,
     pub query_buffer: AtomicUsize,
     /// Bytes waiting in the output buffer.
     pub output_buffer: AtomicUsize,
@@ -474,6 +481,9 @@ impl ClientHandle {
             .each_ref()
             .map(|n| n.load(Ordering::Relaxed));
         let mut flags = String::new();
+        if self.primary_link.load(Ordering::Relaxed) {
+            flags.push('M');
+        }
         if self.monitor.load(Ordering::Relaxed) {
             flags.push('O');
         }
@@ -532,6 +542,7 @@ impl ClientHandle {
             socket_fd: AtomicI32::new(-1),
             unexecuted: Mutex::new(bytes::Bytes::new()),
             monitor: AtomicBool::new(false),
+            primary_link: std::sync::atomic::AtomicBool::new(false),
             query_buffer: AtomicUsize::new(0),
             output_buffer: AtomicUsize::new(0),
             killed: AtomicBool::new(false),

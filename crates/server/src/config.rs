@@ -1107,6 +1107,16 @@ impl Config {
         Ok(config)
     }
 
+    /// The primary the `replicaof` directive names, if any.
+    pub fn replicaof(&self) -> Option<crate::replication::Primary> {
+        let value = self.accepted.get("replicaof")?;
+        let (host, port) = value.split_once(' ')?;
+        Some(crate::replication::Primary {
+            host: host.to_string(),
+            port: port.parse().ok()?,
+        })
+    }
+
     /// Applies redis.conf-style text; errors name `source` and the line.
     pub fn apply_text(&mut self, text: &str, source: &str) -> Result<(), ConfigError> {
         self.apply_included(text, source, 0)

@@ -252,7 +252,8 @@ pub async fn evict_ahead(server: Arc<Server>) {
         let Some(marks) = server.watermarks() else {
             continue;
         };
-        if server.dataset_with_reservations() <= marks.high {
+        // A replica keeps what its primary keeps (`replica-ignore-maxmemory`).
+        if server.replication.is_replica() || server.dataset_with_reservations() <= marks.high {
             continue;
         }
         evict_to_low_watermark(&server).await;

@@ -23,6 +23,7 @@ mod priority;
 mod process;
 mod pubsub;
 mod redis_conf;
+mod replication;
 mod scripting;
 mod server;
 mod slowlog;

@@ -7,8 +7,7 @@
 //! keel.conf says what each one means for keel.
 //!
 //! A directive whose value asks for something keel cannot give and whose
-//! absence would go unnoticed (a replica of another server, a Unix socket,
-//! TLS, cluster mode) is refused instead, with a message saying so: a
+//! absence would go unnoticed (a Unix socket, TLS, cluster mode) is refused instead, with a message saying so: a
 //! server that starts without doing what its configuration says must not
 //! look as if it did.
 //!
@@ -46,7 +45,7 @@ pub enum Kind {
     /// Accepted only with the value keel behaves as: anything else gets
     /// the message (`tls-port 0`, `cluster-enabled no`, ...).
     Only(&'static str, &'static str),
-    /// `replicaof` / `slaveof`: only `no one`.
+    /// `replicaof` / `slaveof`: `host port`, or `no one`.
     ReplicaOf,
     /// `dbfilename`: a file name, not a path.
     FileName,
@@ -131,7 +130,10 @@ pub fn normalize(kind: Kind, words: &[String]) -> Result<String, String> {
                 [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => {
                     Ok(String::new())
                 }
-                [_, _] => Err("keel has no replication yet: it can't be a replica".into()),
+                [host, port] => match port.parse::<u16>() {
+                    Ok(port) => Ok(format!("{host} {port}")),
+                    Err(_) => Err("Invalid master port".into()),
+                },
                 _ => Err("wrong number of arguments".into()),
             }
         }
@@ -673,7 +675,8 @@ mod tests {
         assert_eq!(shown(Kind::Octal, "755"), Ok("755".into()));
         assert!(shown(Kind::Octal, "9").is_err());
         assert_eq!(shown(Kind::ReplicaOf, "NO ONE"), Ok(String::new()));
-        assert!(shown(Kind::ReplicaOf, "10.0.0.1 6379").is_err());
+        assert_eq!(shown(Kind::ReplicaOf, "10.0.0.1 6379"), Ok("10.0.0.1 6379".into()));
+        assert!(shown(Kind::ReplicaOf, "10.0.0.1 port").is_err());
         assert!(shown(Kind::Only("0", NO_TLS), "6380").is_err());
         assert!(shown(Kind::FileName, "a/b.rdb").is_err());
     }

@@ -99,6 +99,8 @@ pub struct Server {
     pub scripting: crate::scripting::Scripting,
     /// RDB snapshots: saving, the schedule, loading.
     pub persistence: crate::persistence::Persistence,
+    /// Replication: the primary this server follows, if any.
+    pub replication: crate::replication::Replication,
     shutdown: watch::Sender<bool>,
 }
 
@@ -177,6 +179,7 @@ impl Server {
             pause: Default::default(),
             scripting: crate::scripting::Scripting::new(databases, lua_maxmemory),
             persistence: crate::persistence::Persistence::new(now / 1000),
+            replication: crate::replication::Replication::new(crate::replication::new_replid()),
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -532,6 +535,11 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     crate::lazyfree::start(server.clone())?;
     crate::scripting::start(server.clone())?;
     crate::persistence::load::load_at_startup(&server)?;
+    crate::replication::replica::start(server.clone())?;
+    let primary = server.config.read().replicaof();
+    if primary.is_some() {
+        crate::replication::follow(&server, primary);
+    }
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;
@@ -748,8 +756,9 @@ async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(tick)).await;
-        // A paused server reclaims nothing (see `crate::pause`).
-        if server.pause.in_force(unix_ms()).is_some() {
+        // A paused server reclaims nothing (see `crate::pause`), nor does a
+        // replica: its primary's DEL removes the key.
+        if server.pause.in_force(unix_ms()).is_some() || server.replication.is_replica() {
             continue;
         }
         loop {

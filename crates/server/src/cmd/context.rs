@@ -197,6 +197,8 @@ impl From<String> for Error {
 
 /// Redis's common error replies, spelled once.
 pub mod errors {
+    /// A client's write to a read-only replica.
+    pub const READONLY: &str = "READONLY You can't write against a read only replica.";
     /// A command Redis does not run while the dataset loads.
     pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
     /// An operation on a value of another type.

@@ -267,7 +267,8 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             return;
         }
     }
-    if transaction::refused_over_maxmemory(spec, ctx.client) {
+    let from_primary = ctx.client.is_primary_link;
+    if !from_primary && transaction::refused_over_maxmemory(spec, ctx.client) {
         let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
         match server.make_room(now_ms, incoming) {
             Some(room) => ctx.room = room,
@@ -275,7 +276,15 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         }
     }
     let writes = |spec: &Spec, _: &[Bytes]| spec.has_flag("write");
-    if server.persistence.refuses_writes(&server.config)
+    if !from_primary
+        && server.replication.is_replica()
+        && replica_read_only(server)
+        && command_or_queued(table, ctx.client, spec, args, writes)
+    {
+        return reject(ctx, Some(id), errors::READONLY.into());
+    }
+    if !from_primary
+        && server.persistence.refuses_writes(&server.config)
         && command_or_queued(table, ctx.client, spec, args, writes)
     {
         return reject(ctx, Some(id), crate::persistence::MISCONF.into());
@@ -300,6 +309,12 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         let ready = std::mem::take(&mut ctx.client.ready);
         server.blocking.serve(server, ready);
     }
+}
+
+/// `replica-read-only`.
+fn replica_read_only(server: &Server) -> bool {
+    let config = server.config.read();
+    crate::config::directive("replica-read-only").is_some_and(|d| (d.get)(&config) == "yes")
 }
 
 /// Whether `holds` holds for a command, or, when it is EXEC, for one of

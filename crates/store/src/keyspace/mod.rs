@@ -102,6 +102,9 @@ pub struct Store {
     /// Until when (Unix ms) readers leave the expired keys they meet in
     /// place (CLIENT PAUSE): they read as missing but are not reclaimed.
     expiry_paused_until_ms: AtomicU64,
+    /// Set while expired keys stay in place regardless of time (see
+    /// [`Store::hold_expiry`]).
+    expiry_held: AtomicBool,
     evicted_keys: AtomicU64,
     lag: Mutex<LagWindow>,
     key_events: KeyEvents,
@@ -137,6 +140,7 @@ impl Store {
             largest_table_growth: AtomicUsize::new(0),
             maxmemory: AtomicU64::new(0),
             expiry_paused_until_ms: AtomicU64::new(0),
+            expiry_held: AtomicBool::new(false),
             evicted_keys: AtomicU64::new(0),
             lag: Mutex::new(LagWindow::default()),
             key_events: KeyEvents::default(),
@@ -155,9 +159,16 @@ impl Store {
             .store(until_ms, Ordering::Relaxed);
     }
 
+    /// Leaves expired keys in place for as long as `held` (a replica,
+    /// whose keys go only when its primary's DEL arrives, as in Redis).
+    pub fn hold_expiry(&self, held: bool) {
+        self.expiry_held.store(held, Ordering::Relaxed);
+    }
+
     /// True if expired keys are left in place at `now_ms`.
     pub fn expiry_paused(&self, now_ms: u64) -> bool {
-        now_ms < self.expiry_paused_until_ms.load(Ordering::Relaxed)
+        self.expiry_held.load(Ordering::Relaxed)
+            || now_ms < self.expiry_paused_until_ms.load(Ordering::Relaxed)
     }
 
     /// How many databases there are (the `databases` setting).

@@ -311,11 +311,11 @@ fn unblock(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 
 fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let mut ids: Option<Vec<u64>> = None;
-    let mut only_normal = true;
+    let mut kind = Types::Any;
     match &args[2..] {
         [] => {}
-        [opt, kind] if is(opt, "type") => {
-            only_normal = client_type(kind)?;
+        [opt, name] if is(opt, "type") => {
+            kind = client_type(name)?;
         }
         [opt, list @ ..] if is(opt, "id") && !list.is_empty() => {
             let parsed: Result<Vec<u64>, Error> = list
@@ -330,29 +330,60 @@ fn list(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         _ => return Err(errors::SYNTAX.into()),
     }
     let mut text = String::new();
-    if only_normal {
-        for handle in ctx.server.clients.list() {
-            if ids.as_ref().is_none_or(|ids| ids.contains(&handle.id)) {
-                text.push_str(&handle.describe(&ctx.server.commands, ctx.now_ms));
-                text.push('\n');
-            }
+    for handle in ctx.server.clients.list() {
+        let listed = ids.as_ref().is_none_or(|ids| ids.contains(&handle.id));
+        if listed && kind.admits(&handle) {
+            text.push_str(&handle.describe(&ctx.server.commands, ctx.now_ms));
+            text.push('\n');
         }
     }
     ctx.w().verbatim(b"txt", text.as_bytes());
     Ok(())
 }
 
-/// Parses a client type; true for "normal" (the only kind keel has), false
-/// for the kinds Redis has that keel has no client of.
-fn client_type(kind: &[u8]) -> Result<bool, Error> {
-    match kind {
-        k if is(k, "normal") => Ok(true),
-        k if ["master", "replica", "slave", "pubsub"]
-            .iter()
-            .any(|t| is(k, t)) =>
-        {
-            Ok(false)
+/// The kinds of client keel has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Normal,
+    /// A replica's link to its primary.
+    Master,
+}
+
+impl Kind {
+    fn of(handle: &ClientHandle) -> Kind {
+        match handle.primary_link.load(std::sync::atomic::Ordering::Relaxed) {
+            true => Kind::Master,
+            false => Kind::Normal,
         }
+    }
+}
+
+/// Which kinds of client a TYPE option selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Types {
+    /// No TYPE option.
+    Any,
+    Only(Kind),
+    /// A kind Redis has that keel has no client of (replica, pubsub).
+    Missing,
+}
+
+impl Types {
+    fn admits(self, handle: &ClientHandle) -> bool {
+        match self {
+            Types::Any => true,
+            Types::Only(kind) => Kind::of(handle) == kind,
+            Types::Missing => false,
+        }
+    }
+}
+
+/// Parses a client type.
+fn client_type(kind: &[u8]) -> Result<Types, Error> {
+    match kind {
+        k if is(k, "normal") => Ok(Types::Only(Kind::Normal)),
+        k if is(k, "master") => Ok(Types::Only(Kind::Master)),
+        k if ["replica", "slave", "pubsub"].iter().any(|t| is(k, t)) => Ok(Types::Missing),
         _ => Err(format!(
             "ERR Unknown client type '{}'",
             String::from_utf8_lossy(kind)
@@ -366,7 +397,7 @@ struct Filter {
     id: Option<u64>,
     addr: Option<String>,
     laddr: Option<String>,
-    normal: bool,
+    kind: Types,
     skip_me: bool,
     max_age: Option<u64>,
 }
@@ -379,7 +410,7 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             id: None,
             addr: Some(addr),
             laddr: None,
-            normal: true,
+            kind: Types::Any,
             skip_me: false,
             max_age: None,
         };
@@ -395,7 +426,7 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         id: None,
         addr: None,
         laddr: None,
-        normal: true,
+        kind: Types::Any,
         skip_me: true,
         max_age: None,
     };
@@ -416,7 +447,7 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         } else if is(opt, "laddr") {
             filter.laddr = Some(text);
         } else if is(opt, "type") {
-            filter.normal = client_type(value)?;
+            filter.kind = client_type(value)?;
         } else if is(opt, "user") {
             if text != "default" {
                 return Err(format!("ERR No such user '{text}'").into());
@@ -441,7 +472,7 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
 fn kill_matching(ctx: &mut Ctx, filter: &Filter) -> usize {
     let me = ctx.client.handle.id;
     let matches = |c: &ClientHandle| {
-        filter.normal
+        filter.kind.admits(c)
             && filter.id.is_none_or(|id| c.id == id)
             && filter
                 .addr

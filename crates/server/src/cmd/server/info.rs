@@ -368,10 +368,43 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("total_error_replies", t.error_replies.to_string());
         }
         "replication" => {
-            put("role", "master".into());
+            let r = server.replication.status();
+            let offset = r.offset.to_string();
+            match &r.primary {
+                Some(primary) => {
+                    use crate::replication::LinkState;
+                    let up = r.link.state == LinkState::Connected;
+                    put("role", "slave".into());
+                    put("master_host", primary.host.clone());
+                    put("master_port", primary.port.to_string());
+                    put("master_link_status", if up { "up" } else { "down" }.into());
+                    let since_io = (now_ms / 1000).saturating_sub(r.link.last_io);
+                    let last_io = if r.link.last_io == 0 { -1 } else { since_io as i64 };
+                    put("master_last_io_seconds_ago", last_io.to_string());
+                    let syncing = r.link.state == LinkState::Sync;
+                    put("master_sync_in_progress", u8::from(syncing).to_string());
+                    put("slave_read_repl_offset", offset.clone());
+                    put("slave_repl_offset", offset.clone());
+                    if let Some(since) = r.link.down_since {
+                        let down = (now_ms / 1000).saturating_sub(since);
+                        put("master_link_down_since_seconds", down.to_string());
+                    }
+                    put("slave_priority", "100".into());
+                    put("slave_read_only", "1".into());
+                    put("replica_announced", "1".into());
+                }
+                None => put("role", "master".into()),
+            }
             put("connected_slaves", "0".into());
-            put("master_replid", server.run_id.clone());
-            put("master_repl_offset", "0".into());
+            put("master_failover_state", "no-failover".into());
+            put("master_replid", r.replid);
+            put("master_replid2", r.replid2);
+            put("master_repl_offset", offset);
+            put("second_repl_offset", "-1".into());
+            put("repl_backlog_active", "0".into());
+            put("repl_backlog_size", "1048576".into());
+            put("repl_backlog_first_byte_offset", "0".into());
+            put("repl_backlog_histlen", "0".into());
         }
         "cpu" => {
             let (user, sys) = crate::memory::cpu_seconds();

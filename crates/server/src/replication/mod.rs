@@ -1,0 +1,214 @@
+//! Replication, Redis's protocol: this server as a replica of a Redis or
+//! keel primary (REPLICAOF, the `replicaof` directive).
+//!
+//! A replica follows one primary through a link (`replica.rs`) that runs on
+//! a thread of its own, `keel-replica`: it connects, goes through Redis's
+//! handshake (PING, AUTH with `masterauth`/`masteruser`, REPLCONF
+//! listening-port and `capa eof psync2`, PSYNC), loads the primary's
+//! snapshot when it answers FULLRESYNC (from a diskless `$EOF:` payload or
+//! one with a length, written to `dir` and loaded as a start-up file is,
+//! clients getting `-LOADING` meanwhile), then applies the command stream
+//! as the primary's client, acknowledging its offset every second and when
+//! asked (REPLCONF GETACK). A link that drops reconnects and asks to
+//! continue where it stopped (PSYNC with the replication id and offset):
+//! the primary answers CONTINUE when its backlog still holds the rest.
+//!
+//! While a replica, keel behaves as Redis's do: clients' writes get
+//! `-READONLY` (`replica-read-only`), keys are never expired nor evicted
+//! locally (a key whose TTL has passed reads as missing until the primary's
+//! DEL arrives, and `maxmemory` is the primary's to enforce), so the
+//! dataset follows the primary's exactly.
+//!
+//! Not yet: keel as a primary streaming to replicas (SYNC sends a snapshot
+//! and closes; see `cmd/replication/sync.rs`).
+
+pub mod replica;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+/// Where a replica replicates from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Primary {
+    pub host: String,
+    pub port: u16,
+}
+
+/// The state of a replica's link, as INFO and ROLE name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Waiting to connect (again).
+    Connect,
+    /// Connected, in the handshake.
+    Connecting,
+    /// Receiving and loading the primary's snapshot.
+    Sync,
+    /// Applying the command stream.
+    Connected,
+}
+
+impl LinkState {
+    /// ROLE's name of the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Sync => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// The server's replication state.
+pub struct Replication {
+    /// The primary followed, if this server is a replica, with the
+    /// generation of that choice: every REPLICAOF starts a new one, and a
+    /// link of an older generation ends.
+    target: tokio::sync::watch::Sender<(u64, Option<Primary>)>,
+    /// Whether this server is a replica, for the write path.
+    replica: AtomicBool,
+    link: Mutex<Link>,
+    /// The replication id of the data, and the one before it (after a
+    /// promotion or a primary's change of history).
+    ids: Mutex<(String, String)>,
+    /// How far into the primary's stream the data is (bytes applied).
+    offset: AtomicU64,
+    /// Full and partial resynchronisations this replica did.
+    pub full_syncs: AtomicU64,
+    pub partial_syncs: AtomicU64,
+}
+
+/// What the link is doing.
+#[derive(Debug, Clone, Copy)]
+pub struct Link {
+    pub state: LinkState,
+    /// When the link last received something (Unix seconds).
+    pub last_io: u64,
+    /// When the link went down (Unix seconds), while it is.
+    pub down_since: Option<u64>,
+}
+
+/// What INFO replication and ROLE show.
+pub struct Status {
+    pub primary: Option<Primary>,
+    pub link: Link,
+    pub replid: String,
+    pub replid2: String,
+    pub offset: u64,
+}
+
+impl Replication {
+    /// A primary whose data has the replication id `replid`.
+    pub fn new(replid: String) -> Replication {
+        Replication {
+            target: tokio::sync::watch::channel((0, None)).0,
+            replica: AtomicBool::new(false),
+            link: Mutex::new(Link {
+                state: LinkState::Connect,
+                last_io: 0,
+                down_since: None,
+            }),
+            ids: Mutex::new((replid, "0".repeat(40))),
+            offset: AtomicU64::new(0),
+            full_syncs: AtomicU64::new(0),
+            partial_syncs: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this server is a replica.
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Relaxed)
+    }
+
+    /// REPLICAOF host port: follows `primary` (a new link, unless it is the
+    /// one followed already: false then). `None`: REPLICAOF NO ONE, this
+    /// server becomes a primary, its data a history of its own.
+    pub fn follow(&self, primary: Option<Primary>) -> bool {
+        let current = self.target.borrow().clone();
+        if current.1 == primary {
+            return false;
+        }
+        if primary.is_none() && current.1.is_some() {
+            let mut ids = self.ids.lock();
+            ids.1 = std::mem::replace(&mut ids.0, new_replid());
+        }
+        self.replica.store(primary.is_some(), Ordering::Relaxed);
+        *self.link.lock() = Link {
+            state: LinkState::Connect,
+            last_io: 0,
+            down_since: Some(crate::server::unix_ms() / 1000),
+        };
+        self.target.send_replace((current.0 + 1, primary));
+        true
+    }
+
+    /// The primary followed and the link's state.
+    pub fn status(&self) -> Status {
+        let ids = self.ids.lock().clone();
+        Status {
+            primary: self.target.borrow().1.clone(),
+            link: *self.link.lock(),
+            replid: ids.0,
+            replid2: ids.1,
+            offset: self.offset.load(Ordering::Relaxed),
+        }
+    }
+
+    fn set_state(&self, state: LinkState) {
+        let mut link = self.link.lock();
+        let now = crate::server::unix_ms() / 1000;
+        link.state = state;
+        match state {
+            LinkState::Connected => link.down_since = None,
+            _ => {
+                link.down_since.get_or_insert(now);
+            }
+        }
+    }
+
+    fn note_io(&self) {
+        self.link.lock().last_io = crate::server::unix_ms() / 1000;
+    }
+
+    /// The history a PSYNC asks to continue: replication id and the next
+    /// offset wanted.
+    fn history(&self) -> (String, u64) {
+        let replid = self.ids.lock().0.clone();
+        (replid, self.offset.load(Ordering::Relaxed) + 1)
+    }
+
+    /// After a full synchronisation: the data is the primary's `replid` at
+    /// `offset`.
+    fn reset_history(&self, replid: String, offset: u64) {
+        *self.ids.lock() = (replid, "0".repeat(40));
+        self.offset.store(offset, Ordering::Relaxed);
+    }
+
+    /// A primary that continued under a new id (after its own failover):
+    /// the old one is kept as the second id.
+    fn continue_as(&self, replid: String) {
+        let mut ids = self.ids.lock();
+        if ids.0 != replid {
+            ids.1 = std::mem::replace(&mut ids.0, replid);
+        }
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.offset.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// REPLICAOF: follows `primary` (`None`: becomes a primary), with expiry
+/// held while a replica. False if `primary` is followed already.
+pub fn follow(server: &crate::server::Server, primary: Option<Primary>) -> bool {
+    server.store.hold_expiry(primary.is_some());
+    server.replication.follow(primary)
+}
+
+/// A fresh replication id: 40 hex digits.
+pub fn new_replid() -> String {
+    (0..40)
+        .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
+        .collect()
+}
