@@ -600,13 +600,19 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     crate::persistence::save::start(server.clone(), may_raise_priority)?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let signalled = loop {
+    let signal = loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => notice!("Received SIGINT scheduling shutdown..."),
-            _ = sigterm.recv() => notice!("Received SIGTERM scheduling shutdown..."),
+            _ = tokio::signal::ctrl_c() => {
+                notice!("Received SIGINT scheduling shutdown...");
+                break Some("shutdown-on-sigint");
+            }
+            _ = sigterm.recv() => {
+                notice!("Received SIGTERM scheduling shutdown...");
+                break Some("shutdown-on-sigterm");
+            }
             _ = shutdown.wait_for(|&s| s) => {
                 notice!("User requested shutdown...");
-                break false;
+                break None;
             }
             Some(listeners) = replacements.recv() => {
                 // CONFIG SET port or bind: accept on the new sockets only.
@@ -616,10 +622,8 @@ pub async fn run(config: Config) -> std::io::Result<()> {
                     .map(TcpListener::from_std)
                     .collect::<std::io::Result<Vec<_>>>()?;
                 acceptors = accept_on(listeners);
-                continue;
             }
         }
-        break true;
     };
     crate::process::stopping(supervised);
     server.begin_shutdown();
@@ -628,10 +632,12 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     }
     server.clients.wait_all_closed(Duration::from_secs(5)).await;
     // SHUTDOWN saved (or not) as its options said; after a signal, with
-    // every client gone, the dataset is saved if save points are set, as
-    // Redis does.
-    if signalled && crate::persistence::save::save_if_scheduled(&server).is_err() {
-        warning!("Error trying to save the DB, exiting anyway.");
+    // every client gone, the dataset is saved as `shutdown-on-sigterm` (or
+    // `-sigint`) says: by default if save points are set, as Redis does.
+    if let Some(directive) = signal {
+        if crate::persistence::save::save_on_signal(&server, directive).is_err() {
+            warning!("Error trying to save the DB, exiting anyway.");
+        }
     }
     // Workers whose connections are all closed are idle; the process exit
     // ends them.

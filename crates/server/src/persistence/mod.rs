@@ -38,6 +38,7 @@ pub mod values;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -51,9 +52,9 @@ pub struct Persistence {
     state: Mutex<SaveState>,
     /// Whether the last background save failed, for the write path.
     last_bgsave_failed: AtomicBool,
-    /// Held while a snapshot is written: the store runs one at a time
-    /// (SAVE on a worker waits for the save thread's).
-    snapshot: Mutex<()>,
+    /// Set while a snapshot is taken and written: the store runs one at a
+    /// time (see [`SnapshotClaim`]).
+    snapshot_running: Arc<AtomicBool>,
     /// Where background saves are sent (see [`save::start`]).
     save_thread: Mutex<Option<std::sync::mpsc::Sender<save::Job>>>,
     /// The file being loaded, if one is.
@@ -187,15 +188,31 @@ impl Persistence {
         settings.stop_writes_on_error && !settings.save_points.is_empty()
     }
 
-    /// Marks a background save started at `now_secs`; false if one runs.
-    fn begin_bgsave(&self, now_secs: u64) -> bool {
-        let mut state = self.state.lock();
-        if state.running_since.is_some() {
-            return false;
+    /// The claim to the store's one snapshot, if no other holds it.
+    pub fn try_claim_snapshot(&self) -> Option<SnapshotClaim> {
+        let running = &self.snapshot_running;
+        running
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then(|| SnapshotClaim(running.clone()))
+    }
+
+    /// The claim to the store's one snapshot, once the snapshot being
+    /// written (by BGSAVE, for a replica) is done.
+    pub fn wait_for_snapshot(&self) -> SnapshotClaim {
+        loop {
+            if let Some(claim) = self.try_claim_snapshot() {
+                return claim;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    /// Marks a background save started at `now_secs`.
+    fn begin_bgsave(&self, now_secs: u64) {
+        let mut state = self.state.lock();
         state.running_since = Some(now_secs);
         state.last_try = now_secs;
-        true
     }
 
     /// BGSAVE SCHEDULE while a save runs: another starts once it is done.
@@ -267,6 +284,16 @@ impl Persistence {
             saves: state.saves,
             last_load: state.last_load,
         }
+    }
+}
+
+/// The right to take and write the store's one snapshot, given up when
+/// dropped (by the thread that wrote it, or at once if it failed).
+pub struct SnapshotClaim(Arc<AtomicBool>);
+
+impl Drop for SnapshotClaim {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 

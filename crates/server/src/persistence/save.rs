@@ -35,20 +35,43 @@ struct Record {
     meta: KeyMeta,
 }
 
-/// Writes the dataset, as of the moment this is called, to `out` as an
-/// RDB file, and returns `out` and the number of keys written.
+/// A snapshot's instant, taken and not yet written: what the file will
+/// hold. The store runs one snapshot at a time; this holds the claim.
+pub struct Snapshot {
+    _claim: super::SnapshotClaim,
+    libraries: Vec<Bytes>,
+    sizes: Vec<keel_store::DbSize>,
+}
+
+/// Takes the instant a snapshot saves (see `keel_store::snapshot`), with
+/// the claim to the store's one snapshot. BGSAVE takes it before it
+/// replies, as Redis forks before it replies: every write acknowledged
+/// after the reply is left out of the file.
+pub fn take_instant(server: &Server, claim: super::SnapshotClaim) -> Snapshot {
+    // The libraries are read just before the instant: FUNCTION commands
+    // change them, never a script's writes. A script holds the shards it
+    // writes while it runs, so the instant falls before or after it.
+    let libraries = server.scripting.library_codes();
+    let sizes = {
+        let _priority = crate::priority::WorkersPriority::begin();
+        server.store.begin_snapshot(unix_ms())
+    };
+    Snapshot {
+        _claim: claim,
+        libraries,
+        sizes,
+    }
+}
+
+/// Writes the dataset as it was at `snapshot`'s instant to `out` as an RDB
+/// file, and returns `out` and the number of keys written.
 pub fn write_rdb<W: Write>(
     server: &Server,
     out: W,
     settings: &Settings,
+    snapshot: Snapshot,
 ) -> std::io::Result<(W, u64)> {
-    // The libraries are read just before the instant: FUNCTION commands
-    // change them, never a script's writes. A script holds the shards it
-    // writes while it runs, so the instant falls before or after it.
-    let _one_at_a_time = server.persistence.snapshot.lock();
-    let libraries = server.scripting.library_codes();
-    let sizes = server.store.begin_snapshot(unix_ms());
-    let written = write_instant(server, out, settings, &libraries, &sizes);
+    let written = write_instant(server, out, settings, &snapshot.libraries, &snapshot.sizes);
     if written.is_err() {
         server.store.abort_snapshot();
     }
@@ -59,7 +82,7 @@ fn write_instant<W: Write>(
     server: &Server,
     out: W,
     settings: &Settings,
-    libraries: &[bytes::Bytes],
+    libraries: &[Bytes],
     sizes: &[keel_store::DbSize],
 ) -> std::io::Result<(W, u64)> {
     let store = &server.store;
@@ -172,11 +195,15 @@ pub type SaveError = String;
 
 /// Saves the dataset to `settings.path` through a temporary file renamed
 /// over it once complete. Returns the keys written.
-pub fn save_to_file(server: &Server, settings: &Settings) -> Result<u64, SaveError> {
+pub fn save_to_file(
+    server: &Server,
+    settings: &Settings,
+    snapshot: Snapshot,
+) -> Result<u64, SaveError> {
     let temp = settings
         .dir
         .join(format!("temp-{}.rdb", std::process::id()));
-    let written = write_file(server, &temp, settings).and_then(|keys| {
+    let written = write_file(server, &temp, settings, snapshot).and_then(|keys| {
         std::fs::rename(&temp, &settings.path).map_err(|e| {
             format!(
                 "Error moving temp DB file {} on the final destination {} (in server root dir {}): {e}",
@@ -193,7 +220,12 @@ pub fn save_to_file(server: &Server, settings: &Settings) -> Result<u64, SaveErr
     written
 }
 
-fn write_file(server: &Server, temp: &Path, settings: &Settings) -> Result<u64, SaveError> {
+fn write_file(
+    server: &Server,
+    temp: &Path,
+    settings: &Settings,
+    snapshot: Snapshot,
+) -> Result<u64, SaveError> {
     let file = File::create(temp).map_err(|e| {
         format!(
             "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
@@ -206,6 +238,7 @@ fn write_file(server: &Server, temp: &Path, settings: &Settings) -> Result<u64, 
         server,
         BufWriter::with_capacity(WRITE_BUFFER, file),
         settings,
+        snapshot,
     )
     .map_err(write_error)?;
     let file = out.into_inner().map_err(|e| write_error(e.into_error()))?;
@@ -213,13 +246,20 @@ fn write_file(server: &Server, temp: &Path, settings: &Settings) -> Result<u64, 
     Ok(keys)
 }
 
-/// SAVE, SHUTDOWN's save, DEBUG RELOAD's: saves on the calling thread and
-/// records the result as a save.
+/// SHUTDOWN's save, DEBUG RELOAD's, FLUSHALL's: saves on the calling
+/// thread, once a background save running is done, and records the result
+/// as a save.
 pub fn save_now(server: &Server) -> Result<(), SaveError> {
+    save_with(server, server.persistence.wait_for_snapshot())
+}
+
+/// SAVE: saves on the calling thread and records the result as a save.
+pub fn save_with(server: &Server, claim: super::SnapshotClaim) -> Result<(), SaveError> {
     let settings = Settings::of(&server.config.read());
     let dirty_before = server.persistence.dirty();
     let started = Instant::now();
-    let result = save_to_file(server, &settings);
+    let snapshot = take_instant(server, claim);
+    let result = save_to_file(server, &settings, snapshot);
     match &result {
         Ok(keys) => {
             notice!(
@@ -233,12 +273,20 @@ pub fn save_now(server: &Server) -> Result<(), SaveError> {
     result.map(|_| ())
 }
 
-/// Saves now if save points are set (a shutdown without SAVE or NOSAVE).
-pub fn save_if_scheduled(server: &Server) -> Result<(), SaveError> {
-    let settings = Settings::of(&server.config.read());
-    match settings.save_points.is_empty() {
-        true => Ok(()),
-        false => save_now(server),
+/// Saves at a shutdown by signal as `directive` (`shutdown-on-sigterm`
+/// or `shutdown-on-sigint`) says: `save` always, `nosave` never, otherwise
+/// if save points are set.
+pub fn save_on_signal(server: &Server, directive: &str) -> Result<(), SaveError> {
+    let (flags, settings) = {
+        let config = server.config.read();
+        let flags = crate::config::directive(directive).map_or_else(String::new, |d| (d.get)(&config));
+        (flags, Settings::of(&config))
+    };
+    let says = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    let save = !says("nosave") && (says("save") || !settings.save_points.is_empty());
+    match save {
+        true => save_now(server),
+        false => Ok(()),
     }
 }
 
@@ -253,9 +301,10 @@ pub enum NotStarted {
 
 /// Work for the save thread.
 pub enum Job {
-    /// A background save, with the settings it started with and the
-    /// writes counted then.
+    /// A background save of the instant taken when it started, with the
+    /// settings and the writes counted then.
     Save {
+        snapshot: Snapshot,
         settings: Settings,
         dirty_before: u64,
     },
@@ -296,9 +345,10 @@ pub fn start(server: Arc<Server>, may_lower_priority: bool) -> std::io::Result<(
             for job in received {
                 match job {
                     Job::Save {
+                        snapshot,
                         settings,
                         dirty_before,
-                    } => background_save(&saver, &settings, dirty_before),
+                    } => background_save(&saver, &settings, dirty_before, snapshot),
                     Job::Payload {
                         settings,
                         format,
@@ -315,9 +365,9 @@ pub fn start(server: Arc<Server>, may_lower_priority: bool) -> std::io::Result<(
     Ok(())
 }
 
-fn background_save(server: &Server, settings: &Settings, dirty_before: u64) {
+fn background_save(server: &Server, settings: &Settings, dirty_before: u64, snapshot: Snapshot) {
     let started = Instant::now();
-    match save_to_file(server, settings) {
+    match save_to_file(server, settings, snapshot) {
         Ok(keys) => {
             let took = started.elapsed();
             notice!(
@@ -351,7 +401,8 @@ fn send_payload(
             chunks.write_all(b"$EOF:").map_err(io)?;
             chunks.write_all(&mark).map_err(io)?;
             chunks.write_all(b"\r\n").map_err(io)?;
-            let (mut chunks, _) = write_rdb(server, chunks, settings).map_err(io)?;
+            let snapshot = take_instant(server, server.persistence.wait_for_snapshot());
+            let (mut chunks, _) = write_rdb(server, chunks, settings, snapshot).map_err(io)?;
             chunks.write_all(&mark).map_err(io)?;
             chunks.flush().map_err(io)
         }
@@ -359,7 +410,8 @@ fn send_payload(
             let temp = settings
                 .dir
                 .join(format!("temp-sync-{}.rdb", std::process::id()));
-            let sent = write_file(server, &temp, settings).and_then(|_| {
+            let snapshot = take_instant(server, server.persistence.wait_for_snapshot());
+            let sent = write_file(server, &temp, settings, snapshot).and_then(|_| {
                 let mut file = File::open(&temp).map_err(io)?;
                 let length = file.metadata().map_err(io)?.len();
                 chunks
@@ -420,12 +472,15 @@ impl Write for ChunkSender {
     }
 }
 
-/// Starts a background save (BGSAVE, the schedule).
+/// Starts a background save (BGSAVE, the schedule): takes its instant
+/// here and leaves the writing to the save thread.
 pub fn start_bgsave(server: &Server) -> Result<(), NotStarted> {
-    if !server.persistence.begin_bgsave(unix_ms() / 1000) {
+    let Some(claim) = server.persistence.try_claim_snapshot() else {
         return Err(NotStarted::Running);
-    }
+    };
+    server.persistence.begin_bgsave(unix_ms() / 1000);
     let job = Job::Save {
+        snapshot: take_instant(server, claim),
         settings: Settings::of(&server.config.read()),
         dirty_before: server.persistence.dirty(),
     };

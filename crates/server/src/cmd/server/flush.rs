@@ -3,10 +3,15 @@
 //! so no concurrent command sees it half flushed. ASYNC frees the old
 //! contents on the lazyfree thread, SYNC in place once the shards are
 //! released; without either, `lazyfree-lazy-user-flush` decides.
+//!
+//! FLUSHALL with save points set then saves the empty dataset, as Redis
+//! does, so a restart does not bring the flushed keys back.
 
 use bytes::Bytes;
 
 use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
+use crate::persistence::save::save_now;
+use crate::persistence::Settings;
 
 /// FLUSHDB.
 pub const FLUSHDB: Spec = Spec {
@@ -53,6 +58,11 @@ fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
         // Group readers blocked on a stream that is gone get an error.
         let waited = ctx.server.blocking.waited_keys(index);
         ctx.client.ready.extend(waited);
+    }
+    let save_points = !Settings::of(&ctx.server.config.read()).save_points.is_empty();
+    if all && save_points && !ctx.client.tx.executing {
+        // The log says why a save failed; FLUSHALL itself succeeded.
+        let _ = save_now(ctx.server);
     }
     ctx.w().ok();
     Ok(())

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use crate::cmd::context::{errors, is, Ctx, Error, Spec, BASE};
-use crate::persistence::save::{save_now, start_bgsave, NotStarted};
+use crate::persistence::save::{save_with, start_bgsave, NotStarted};
 
 /// Redis's refusal of a save while a background one runs.
 const IN_PROGRESS: &str = "ERR Background save already in progress";
@@ -55,26 +55,34 @@ pub const LASTSAVE: Spec = Spec {
 };
 
 fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
-    if ctx.server.persistence.bgsave_running() {
+    let Some(claim) = ctx.server.persistence.try_claim_snapshot() else {
         return Err(IN_PROGRESS.into());
-    }
-    save_now(ctx.server).map_err(|_| Error::from("ERR"))?;
+    };
+    save_with(ctx.server, claim).map_err(|_| Error::from("ERR"))?;
     ctx.w().ok();
     Ok(())
 }
 
+/// Inside EXEC, whose transaction holds its shards, the instant cannot be
+/// taken: the save is scheduled, as Redis schedules it there. SCHEDULE
+/// matters to Redis only while an AOF rewrite runs, which keel never has;
+/// a save running already is refused either way, as in Redis.
 fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
-    let schedule = match args {
-        [_] => false,
-        [_, option] if is(option, "schedule") => true,
+    match args {
+        [_] => {}
+        [_, option] if is(option, "schedule") => {}
         _ => return Err(errors::SYNTAX.into()),
-    };
+    }
+    if ctx.server.persistence.bgsave_running() {
+        return Err(IN_PROGRESS.into());
+    }
+    if ctx.client.tx.executing {
+        ctx.server.persistence.schedule_bgsave();
+        ctx.w().simple("Background saving scheduled");
+        return Ok(());
+    }
     match start_bgsave(ctx.server) {
         Ok(()) => ctx.w().simple("Background saving started"),
-        Err(NotStarted::Running) if schedule => {
-            ctx.server.persistence.schedule_bgsave();
-            ctx.w().simple("Background saving scheduled");
-        }
         Err(NotStarted::Running) => return Err(IN_PROGRESS.into()),
         Err(NotStarted::NoThread) => return Err("ERR".into()),
     }
