@@ -602,18 +602,24 @@ CONSISTENCY_KEYS = 200_000
 PAIRS = 997
 
 
+TRANSACTION_WRITES = 10
+
+
 def _transaction(n):
     """The n-th writer transaction (n >= 1): the sequence number, one key overwritten and one
-    deleted among the preloaded ones, one created, and one pair of keys set together."""
+    deleted among the preloaded ones, one created, one pair of keys set together, and a list,
+    a hash, a set and a string each grown in place by one."""
     return [("MULTI",), ("INCR", "seq"), ("SET", f"k:{2 * n - 2}", "B"), ("DEL", f"k:{2 * n - 1}"),
             ("SET", f"new:{n}", str(n)), ("SET", f"pair:{n % PAIRS}:a", str(n)),
-            ("SET", f"pair:{n % PAIRS}:b", str(n)), ("EXEC",)]
+            ("SET", f"pair:{n % PAIRS}:b", str(n)), ("RPUSH", "log", str(n)),
+            ("HSET", "fields", f"f{n}", str(n)), ("SADD", "members", str(n)),
+            ("APPEND", "trail", "x"), ("EXEC",)]
 
 
 def test_bgsave_is_a_point_in_time_snapshot(launch, tmp_path):
     """Heavy: 200k keys. A writer keeps running transactions that each touch keys of different
     slots (a sequence number, a preloaded key overwritten, one deleted, one created, a pair set
-    together) while BGSAVE runs. The file must hold exactly the state after some transaction m
+    together, containers grown in place) while BGSAVE runs. The file must hold exactly the state after some transaction m
     that ran between the commands just before and just after BGSAVE: a save that walked the
     keyspace while the writer changed it would tear a pair or keep a key of a later
     transaction."""
@@ -630,8 +636,9 @@ def test_bgsave_is_a_point_in_time_snapshot(launch, tmp_path):
                 while not stop_writer.is_set() and 2 * (n + 50) < CONSISTENCY_KEYS:
                     batch = [c for i in range(n + 1, n + 51) for c in _transaction(i)]
                     replies = w.pipeline(batch)
-                    execs = replies[7::8]
-                    assert all(isinstance(r, list) and len(r) == 6 for r in execs), execs[:3]
+                    execs = replies[TRANSACTION_WRITES + 1::TRANSACTION_WRITES + 2]
+                    assert all(isinstance(r, list) and len(r) == TRANSACTION_WRITES
+                               for r in execs), execs[:3]
                     n += 50
                     progress["n"] = n
         except Exception as e:  # reported by the test thread
@@ -677,7 +684,12 @@ def test_bgsave_is_a_point_in_time_snapshot(launch, tmp_path):
         for j in range(PAIRS):
             last = max((n for n in range(j or PAIRS, m + 1, PAIRS)), default=0) if m else 0
             assert (pairs[2 * j], pairs[2 * j + 1]) == (str(last).encode(),) * 2, (j, m)
-        assert c.call("DBSIZE") == CONSISTENCY_KEYS + 2 * PAIRS + (1 if m else 0)
+        numbers = [str(n).encode() for n in range(1, m + 1)]
+        assert c.call("LRANGE", "log", "0", "-1") == numbers
+        assert sorted(_pairs(c.call("HGETALL", "fields"))) == sorted((b"f" + n, n) for n in numbers)
+        assert sorted(c.call("SMEMBERS", "members")) == sorted(numbers)
+        assert c.call("GET", "trail") == (b"x" * m if m else None)
+        assert c.call("DBSIZE") == CONSISTENCY_KEYS + 2 * PAIRS + (5 if m else 0)
 
 
 # ---- SHUTDOWN, save points, configuration ---------------------------------------------------
