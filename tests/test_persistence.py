@@ -442,21 +442,28 @@ def test_file_moves_between_keel_and_redis(launch, tmp_path, server_kind, direct
         assert_same_keyspace(before, keyspace_snapshot(c, encodings=False))
 
 
-def test_keys_expired_in_the_file_are_not_loaded(launch, tmp_path):
+def test_expiry_is_absolute_and_expired_keys_are_not_loaded(launch, tmp_path):
+    """The file keeps when each key expires, not how long it had left: time spent stopped
+    counts, and keys whose time passed meanwhile are not loaded (INFO counts them)."""
     srv = launch(tmp_path)
     with srv.conn() as c:
         c.call("SET", "lives", "1")
+        c.call("SET", "expires-later", "1", "PX", "5000")
+        set_at = time.monotonic()
         c.call("SET", "dies", "1", "PX", "300")
         c.call("HSET", "dies-too", "f", "v")
         c.call("PEXPIRE", "dies-too", "300")
         assert c.call("SAVE") == OK
     stop(srv)
-    time.sleep(0.4)  # the two keys' expiry passes while no server runs
+    time.sleep(0.6)  # the two keys' expiry passes while no server runs
     srv = launch(tmp_path)
     with srv.conn() as c:
-        assert c.call("KEYS", "*") == [b"lives"]
+        assert sorted(c.call("KEYS", "*")) == [b"expires-later", b"lives"]
+        left = c.call("PTTL", "expires-later")
+        elapsed_ms = (time.monotonic() - set_at) * 1000
+        assert abs(left - (5000 - elapsed_ms)) < 250, (left, elapsed_ms)
         fields = persistence(c)
-        assert (fields["rdb_last_load_keys_loaded"], fields["rdb_last_load_keys_expired"]) == ("1", "2")
+        assert (fields["rdb_last_load_keys_loaded"], fields["rdb_last_load_keys_expired"]) == ("2", "2")
 
 
 def test_debug_reload_keeps_the_keyspace(launch, tmp_path):
@@ -614,6 +621,63 @@ def test_failed_bgsave_stops_writes_until_allowed(launch, tmp_path):
         assert wait_bgsave_done(c)["rdb_last_bgsave_status"] == "ok"
         assert c.call("SET", "k", "y") == OK
     assert rdb_files(tmp_path) == ["dump.rdb"]
+
+
+def test_save_and_bgsave_are_refused_in_transactions_and_scripts(launch, tmp_path):
+    srv = launch(tmp_path)
+    with srv.conn() as c:
+        assert c.pipeline([("MULTI",), ("SAVE",), ("EXEC",)]) == [
+            OK, Err("ERR Command not allowed inside a transaction"),
+            Err("EXECABORT Transaction discarded because of previous errors.")]
+        for command in ("save", "bgsave"):
+            reply = c.call("EVAL", f"return redis.call('{command}')", "0")
+            assert isinstance(reply, Err) and reply.startswith(
+                "ERR This Redis command is not allowed from script"), reply
+    assert rdb_files(tmp_path) == []
+
+
+def test_flushall_saves_when_save_points_are_set(launch, tmp_path):
+    """With save points set, FLUSHALL also writes the (now empty) file, so a crash right after
+    it does not bring the keys back; without them the file is left alone."""
+    (tmp_path / "points").mkdir()
+    (tmp_path / "none").mkdir()
+    for name, save, survives in (("points", "3600 1", []), ("none", "", [b"k"])):
+        srv = launch(tmp_path / name, config={"save": save})
+        with srv.conn() as c:
+            c.call("SET", "k", "v")
+            assert c.call("SAVE") == OK
+            assert c.call("FLUSHALL") == OK
+        srv.kill()  # no shutdown save
+        srv = launch(tmp_path / name)
+        with srv.conn() as c:
+            assert c.call("KEYS", "*") == survives, name
+
+
+def test_shutdown_refuses_when_the_save_fails(launch, tmp_path):
+    """SHUTDOWN that must save and cannot replies Redis's error and the server keeps serving;
+    SHUTDOWN NOSAVE still stops it."""
+    srv = launch(tmp_path, config={"save": "3600 1"})
+    in_the_way = tmp_path / "dump.rdb"
+    in_the_way.mkdir()
+    (in_the_way / "keep").write_text("not empty")
+    with srv.conn() as c:
+        c.call("SET", "k", "v")
+        for args in ((), ("SAVE",)):
+            assert c.call("SHUTDOWN", *args) == Err("ERR Errors trying to SHUTDOWN. Check logs.")
+            assert c.call("GET", "k") == b"v"
+    shutdown(srv, "NOSAVE")
+
+
+def test_a_file_with_more_databases_than_configured_is_refused(launch, tmp_path):
+    srv = launch(tmp_path)
+    with srv.conn() as c:
+        c.call("SELECT", "9")
+        c.call("SET", "k", "v")
+        assert c.call("SAVE") == OK
+    stop(srv)
+    srv = launch(tmp_path, config={"databases": "4"}, wait=False)
+    outcome, detail = _outcome(srv)
+    assert outcome == "exited" and detail != 0, (outcome, detail, srv.output()[-2000:])
 
 
 # ---- BGSAVE is a point-in-time view ---------------------------------------------------------
@@ -834,7 +898,7 @@ def test_rdbcompression_and_rdbchecksum(launch, tmp_path):
     plain = _saved_file(launch, tmp_path / "b", {"rdbcompression": "no", "rdbchecksum": "no"})
     assert b"abc" * 400 not in compressed and len(compressed) < 1000
     assert b"abc" * 400 in plain
-    assert compressed[:5] == plain[:5] == b"REDIS"
+    assert compressed[:9] == plain[:9] == b"REDIS0010"  # the RDB version Redis 7.0 writes
     assert plain[-9:] == b"\xff" + bytes(8)  # no checksum: zeros after the EOF opcode
     assert compressed[-9] == 0xFF and compressed[-8:] != bytes(8)
     # a file without a checksum loads on a server that checks them
