@@ -934,6 +934,40 @@ def test_redis_cli_rdb_fetches_a_file_redis_server_loads(launch, tmp_path, serve
         assert_same_keyspace(before, keyspace_snapshot(c))
 
 
+def _read_transfer(conn, psync):
+    """The RDB a replica gets after SYNC or PSYNC: +FULLRESYNC (PSYNC), then `$<length>` and
+    that many bytes (no CRLF after them); newlines the server sends meanwhile as keepalives are
+    skipped."""
+    def line():
+        text = conn._line()
+        while text.lstrip(b"\n") == b"":
+            text = conn._line()
+        return text.lstrip(b"\n")
+    full_resync = line() if psync else None
+    header = line()
+    assert header.startswith(b"$") and header[1:].isdigit(), header[:60]
+    return full_resync, conn.read_exact_bytes(int(header[1:]))
+
+
+@pytest.mark.parametrize("handshake", [("SYNC",), ("PSYNC", "?", "-1")])
+def test_sync_and_psync_send_a_file_redis_server_loads(launch, tmp_path, handshake):
+    """A replica's full synchronization, without REPLCONF capa eof: the RDB as a sized bulk."""
+    srv = launch(tmp_path)
+    before = fill_and_snapshot(srv, bulk=False, encodings=False)
+    with srv.conn(timeout=60) as c:
+        c.send(*handshake)
+        full_resync, payload = _read_transfer(c, handshake[0] == "PSYNC")
+    if full_resync is not None:
+        assert re.fullmatch(rb"\+FULLRESYNC [0-9a-f]{40} \d+", full_resync), full_resync
+    assert payload[:9] == b"REDIS0010" and payload[-9] == 0xFF, payload[:20]
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    (fetched / "dump.rdb").write_bytes(payload)
+    other = launch(fetched, kind="redis")
+    with other.conn() as c:
+        assert_same_keyspace(before, keyspace_snapshot(c))
+
+
 # ---- files that must not load ---------------------------------------------------------------
 
 
