@@ -581,6 +581,29 @@ def test_bgsave_saves_the_keyspace_as_of_the_command(launch, tmp_path):
         assert c.call("DBSIZE") == BULK_KEYS + 1
 
 
+def test_bgsave_is_not_changed_by_flushes_swaps_and_moves_after_it(launch, tmp_path):
+    """Heavy: 100k keys. Commands that change many keys at once or move them (SWAPDB, FLUSHDB,
+    RENAME, MOVE), pipelined right after BGSAVE, leave the file as it was. (Not FLUSHALL:
+    Redis's kills the background save.)"""
+    srv = launch(tmp_path)
+    with srv.conn() as c:
+        fill_every_type(c)
+    fill_bulk(srv.port)
+    with srv.conn() as c:
+        before = keyspace_snapshot(c)
+        replies = c.pipeline([("BGSAVE",), ("SWAPDB", "0", "1"), ("FLUSHDB",), ("SELECT", "1"),
+                              ("RENAME", "bulk:1", "renamed"), ("MOVE", "bulk:2", "3"),
+                              ("HSET", "h:large", "f0", "changed"), ("FLUSHDB", "ASYNC"),
+                              ("SET", "after", "x"), ("SELECT", "0")])
+        assert replies[0] == BGSAVE_STARTED
+        assert not [r for r in replies if isinstance(r, Err)], replies
+        assert wait_bgsave_done(c)["rdb_last_bgsave_status"] == "ok"
+    stop(srv)
+    srv = launch(tmp_path)
+    with srv.conn() as c:
+        assert_same_keyspace(before, keyspace_snapshot(c))
+
+
 def test_bgsave_in_a_transaction_is_scheduled(launch, tmp_path):
     srv = launch(tmp_path)
     with srv.conn() as c:
@@ -903,10 +926,19 @@ def test_rdbcompression_and_rdbchecksum(launch, tmp_path):
     assert compressed[-9] == 0xFF and compressed[-8:] != bytes(8)
     # a file without a checksum loads on a server that checks them
     srv = launch(tmp_path / "b", config={"rdbchecksum": "yes"})
+    saved = tmp_path / "b" / "dump.rdb"
     with srv.conn() as c:
         assert c.call("GET", "compressible") == b"abc" * 400
+        assert c.call("SAVE") == OK
+        assert b"abc" * 400 not in saved.read_bytes() and saved.read_bytes()[-8:] != bytes(8)
+        # rdbcompression applies to the next save once set at run time; rdbchecksum is fixed
         assert c.call("CONFIG", "SET", "rdbcompression", "no") == OK
-        assert c.call("CONFIG", "GET", "rdbchecksum") == [b"rdbchecksum", b"yes"]
+        assert c.call("BGSAVE") == BGSAVE_STARTED
+        wait_bgsave_done(c)
+        assert b"abc" * 400 in saved.read_bytes() and saved.read_bytes()[-8:] != bytes(8)
+        assert c.call("CONFIG", "SET", "rdbchecksum", "no") == Err(
+            "ERR CONFIG SET failed (possibly related to argument 'rdbchecksum') - "
+            "can't set immutable config")
 
 
 # ---- redis-cli --rdb --------------------------------------------------------------------------
