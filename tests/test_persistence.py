@@ -1,7 +1,8 @@
 """RDB snapshots as Redis 7.0 makes and loads them: SAVE, BGSAVE, LASTSAVE, SHUTDOWN SAVE|NOSAVE,
 DEBUG RELOAD, `save` points, `dir`/`dbfilename`/`rdbcompression`/`rdbchecksum`/
-`stop-writes-on-bgsave-error`, INFO persistence, loading at start-up (with -LOADING meanwhile),
-files that must not load, and `redis-cli --rdb`.
+`stop-writes-on-bgsave-error`, INFO persistence, loading at start-up (with -LOADING meanwhile,
+and within maxmemory), files that must not load, and the file a replica gets (SYNC, PSYNC,
+`redis-cli --rdb`). BGSAVE must save the keyspace as of the command while writes go on.
 
 Every test starts its own servers, each on a free port with its own data folder. Round trips
 compare the whole keyspace (`keyspace_snapshot`: every db, every key's type, full value and
@@ -15,7 +16,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -125,6 +125,14 @@ def stop(srv):
     """SIGTERM; the server must exit cleanly."""
     rc = srv.stop()
     assert rc == 0, f"{srv.kind} exited with {rc} after SIGTERM:\n{srv.output()[-3000:]}"
+
+
+def shutdown(srv, *args):
+    with srv.conn() as c:
+        c.send("SHUTDOWN", *args)
+        assert c.is_closed()
+    rc = srv.wait()
+    assert rc == 0, srv.output()[-3000:]
 
 
 def persistence(conn) -> dict:
@@ -802,14 +810,6 @@ def test_bgsave_is_a_point_in_time_snapshot(launch, tmp_path):
 
 
 # ---- SHUTDOWN, save points, configuration ---------------------------------------------------
-
-
-def shutdown(srv, *args):
-    with srv.conn() as c:
-        c.send("SHUTDOWN", *args)
-        assert c.is_closed()
-    rc = srv.wait()
-    assert rc == 0, srv.output()[-3000:]
 
 
 def test_shutdown_save_and_nosave(launch, tmp_path):
