@@ -204,6 +204,7 @@ def fill_every_type(conn):
         ("SET", "s:raw", noise[:200]), ("SET", "s:noise", noise), ("SET", "s:lzf", "abc" * 400),
         ("SET", "s:binary", bytes(range(256)) * 4), ("SET", "s:empty", ""),
         ("SET", "s:float", "3.14159"), ("SET", b"s:\x00\xff binary key", "v"),
+        ("SET", "s:big-noise", (noise * 350)[:1_000_000]), ("SET", "s:big-lzf", "xyz" * 400_000),
         # lists: listpack, quicklist of many nodes, big elements
         ("RPUSH", "l:small", "a", "1", "-2", "70000", "9999999999", "x" * 100),
         ("RPUSH", "l:large", *[f"element number {i}" for i in range(5000)]),
@@ -344,6 +345,17 @@ def keyspace_snapshot(conn, encodings=False) -> dict:
     return snapshot
 
 
+def assert_redis_check_rdb_accepts(path, keys):
+    """redis-check-rdb (Redis 7.0.15's own reader) finds the file well-formed with `keys` keys."""
+    exe = shutil.which("redis-check-rdb")
+    if exe is None:
+        return
+    result = subprocess.run([exe, str(path)], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    output = (result.stdout + result.stderr).decode(errors="replace")
+    assert result.returncode == 0 and "RDB looks OK" in output, output[-3000:]
+    assert f"[info] {keys} keys read" in output, output[-3000:]
+
+
 def key_count(snapshot) -> int:
     return sum(len(keys) for keys in snapshot["dbs"].values())
 
@@ -437,6 +449,7 @@ def test_file_moves_between_keel_and_redis(launch, tmp_path, server_kind, direct
     with srv.conn() as c:
         assert c.call("SAVE") == OK
     stop(srv)
+    assert_redis_check_rdb_accepts(tmp_path / "dump.rdb", key_count(before))
     srv = launch(tmp_path, kind=reader)
     with srv.conn() as c:
         assert_same_keyspace(before, keyspace_snapshot(c, encodings=writer == reader))
@@ -445,6 +458,7 @@ def test_file_moves_between_keel_and_redis(launch, tmp_path, server_kind, direct
         # and the reader's own file goes back to the writer's kind
         assert c.call("SAVE") == OK
     stop(srv)
+    assert_redis_check_rdb_accepts(tmp_path / "dump.rdb", key_count(before))
     srv = launch(tmp_path, kind=writer)
     with srv.conn() as c:
         assert_same_keyspace(before, keyspace_snapshot(c, encodings=False))
