@@ -852,14 +852,21 @@ def test_shutdown_save_and_nosave(launch, tmp_path):
         assert sorted(c.call("KEYS", "*")) == [b"first", b"third"]
 
 
-def test_sigterm_saves_when_a_save_point_is_set(launch, tmp_path):
-    srv = launch(tmp_path, config={"save": "3600 1"})
+@pytest.mark.parametrize("save,on_sigterm,saved", [
+    ("3600 1", "default", True), ("", "default", False),
+    ("", "save", True), ("3600 1", "nosave", False),
+])
+def test_sigterm_saves_as_shutdown_on_sigterm_says(launch, tmp_path, save, on_sigterm, saved):
+    """SIGTERM shuts down as SHUTDOWN does: by default saving when a save point is set;
+    `shutdown-on-sigterm save|nosave` decides instead."""
+    srv = launch(tmp_path, config={"save": save, "shutdown-on-sigterm": on_sigterm})
     with srv.conn() as c:
         c.call("RPUSH", "l", "a", "b")
     stop(srv)
+    assert rdb_files(tmp_path) == (["dump.rdb"] if saved else [])
     srv = launch(tmp_path)
     with srv.conn() as c:
-        assert c.call("LRANGE", "l", "0", "-1") == [b"a", b"b"]
+        assert c.call("LRANGE", "l", "0", "-1") == ([b"a", b"b"] if saved else [])
 
 
 def test_save_point_set_at_run_time_triggers_a_background_save(launch, tmp_path):
