@@ -16,6 +16,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import threading
 import time
@@ -24,6 +25,7 @@ import pytest
 
 from support import (OK, PONG, ConnectionClosed, Err, RespConn, ServerProcess, Status, config_dict,
                      encode_command, info)
+from test_dump import crc64, rdb_string, ziplist
 
 LOADING = Err("LOADING Redis is loading the dataset in memory")
 MISCONF = Err("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
@@ -1019,6 +1021,61 @@ def test_sync_and_psync_send_a_file_redis_server_loads(launch, tmp_path, handsha
     other = launch(fetched, kind="redis")
     with other.conn() as c:
         assert_same_keyspace(before, keyspace_snapshot(c))
+
+
+# What Redis 6 wrote and 7.0 still reads: (type byte, value payload, command reading it, reply).
+REDIS_6_VALUES = {
+    "linked-list": (1, b"\x02\x01a\xc0\x05", ["LRANGE", "0", "-1"], [b"a", b"5"]),
+    "string-scored-zset": (3, b"\x02\x01a\x031.5\x01b\xfe", ["ZRANGE", "0", "-1", "WITHSCORES"],
+                           [b"a", b"1.5", b"b", b"inf"]),
+    "zipmap": (9, rdb_string(b"\x02\x01a\x02\x01xy\x00\x02bc\x01\x00z\xff"), ["HGETALL"],
+               [b"a", b"xy", b"bc", b"z"]),
+    "list-ziplist": (10, rdb_string(ziplist([b"x", 300, -7])), ["LRANGE", "0", "-1"],
+                     [b"x", b"300", b"-7"]),
+    "zset-ziplist": (12, rdb_string(ziplist([b"a", 1, b"b", b"2.5"])),
+                     ["ZRANGE", "0", "-1", "WITHSCORES"], [b"a", b"1", b"b", b"2.5"]),
+    "hash-ziplist": (13, rdb_string(ziplist([b"f", b"v", b"n", 12])), ["HGETALL"],
+                     [b"f", b"v", b"n", b"12"]),
+    "quicklist": (14, b"\x02" + rdb_string(ziplist([b"a", b"b"])) + rdb_string(ziplist([3])),
+                  ["LRANGE", "0", "-1"], [b"a", b"b", b"3"]),
+    "string-int32": (0, b"\xc2\x00\x00\x00\x80", ["GET"], b"-2147483648"),
+}
+
+
+def _redis_6_file(expire_ms, expire_s) -> bytes:
+    def aux(name, value):
+        return b"\xfa" + rdb_string(name) + rdb_string(value)
+    body = b"REDIS0009" + aux(b"redis-ver", b"6.2.14") + aux(b"redis-bits", b"64")
+    body += b"\xfe\x00\xfb" + bytes([len(REDIS_6_VALUES), 2])
+    for i, (name, (kind, payload, _, _)) in enumerate(REDIS_6_VALUES.items()):
+        if i == 0:
+            body += b"\xfc" + struct.pack("<Q", expire_ms)
+        if i == 1:
+            body += b"\xfd" + struct.pack("<I", expire_s)
+        body += bytes([kind]) + rdb_string(name.encode()) + payload
+    body += b"\xfe\x03\xfb\x01\x00\x00" + rdb_string(b"in-db-3") + rdb_string(b"three") + b"\xff"
+    return body + struct.pack("<Q", crc64(body))
+
+
+def test_loads_a_redis_6_file_with_its_encodings(launch, tmp_path):
+    """A version 9 file as Redis 6 wrote them (ziplists, a zipmap, linked lists, scores as text,
+    expiry in seconds and in ms) loads with every value and expiry."""
+    expire_ms = int(time.time() * 1000) + 600_000
+    expire_s = int(time.time()) + 900
+    (tmp_path / "dump.rdb").write_bytes(_redis_6_file(expire_ms, expire_s))
+    srv = launch(tmp_path)
+    with srv.conn() as c:
+        for name, (_, _, read, expected) in REDIS_6_VALUES.items():
+            assert c.call(read[0], name, *read[1:]) == expected, name
+        assert c.call("PEXPIRETIME", "linked-list") == expire_ms
+        assert c.call("EXPIRETIME", "string-scored-zset") == expire_s
+        assert c.call("TTL", "zipmap") == -1
+        assert c.call("DBSIZE") == len(REDIS_6_VALUES)
+        assert c.call("SELECT", "3") == OK
+        assert c.call("GET", "in-db-3") == b"three"
+        # what it saves again is a file of its own version
+        assert c.call("SAVE") == OK
+    assert (tmp_path / "dump.rdb").read_bytes()[:9] == b"REDIS0010"
 
 
 # ---- files that must not load ---------------------------------------------------------------
