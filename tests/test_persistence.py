@@ -1117,6 +1117,19 @@ def _corruptions(good):
         flipped = bytearray(good)
         flipped[at] = flipped[at] ^ 0x01 if name == "marker value" else flipped[at] ^ 0x5A
         cases[f"byte flipped: {name}"] = bytes(flipped)
+    # seeded random damage where the structure is, outside the two 1MB strings
+    big = [(good.index(v[:64]), good.index(v[:64]) + len(v))
+           for v in (b"xyz" * 400_000, good[good.index(b"s:big-noise") + 16:][:1_000_000])]
+    rng = random.Random(7)
+    positions = [p for p in (rng.randrange(9, len(good) - 9) for _ in range(400))
+                 if not any(start - 16 <= p < end for start, end in big)]
+    for at in positions[:8]:
+        flipped = bytearray(good)
+        flipped[at] = rng.choice([flipped[at] ^ (1 << rng.randrange(8)), 0xFF, 0x00])
+        if flipped[at] != good[at]:
+            cases[f"byte flipped: at {at}"] = bytes(flipped)
+    for at in positions[8:14]:
+        cases[f"truncated at {at}"] = good[:at]
     return cases
 
 
