@@ -7,6 +7,8 @@ compare replies byte-for-byte with what real redis-server sends.
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
 import signal
 import socket
@@ -316,8 +318,28 @@ class RespConn:
 # --------------------------------------------------------------------------
 
 
+_handed_out_ports: set[int] = set()
+
+
 def free_port() -> int:
-    """A free loopback port (bind to port 0, read it, close)."""
+    """A free loopback port (bind to port 0, read it, close). With KEEL_TEST_PORTS=first-last
+    set, one from that range instead (parallel runs keep to their own ranges), not one this
+    process handed out before while others remain."""
+    port_range = os.environ.get("KEEL_TEST_PORTS")
+    if port_range:
+        first, last = (int(p) for p in port_range.split("-"))
+        candidates = list(range(first, last + 1))
+        random.shuffle(candidates)
+        candidates.sort(key=lambda p: p in _handed_out_ports)
+        for port in candidates:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out_ports.add(port)
+            return port
+        raise RuntimeError(f"no free port in KEEL_TEST_PORTS={port_range}")
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))
