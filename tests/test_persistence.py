@@ -532,7 +532,7 @@ def test_info_persistence_has_redis_fields_at_start(launch, tmp_path):
     assert rdb_files(tmp_path) == []
 
 
-def test_save_resets_the_change_count_and_advances_lastsave(launch, tmp_path):
+def test_save_resets_the_change_count_and_advances_lastsave(launch, tmp_path, server_kind):
     srv = launch(tmp_path)
     with srv.conn() as c:
         first = c.call("LASTSAVE")
@@ -541,7 +541,10 @@ def test_save_resets_the_change_count_and_advances_lastsave(launch, tmp_path):
                     ("SADD", "s", "x", "y", "x"), ("LPUSH", "b", "wrong type")]
         for command in commands:
             c.call(*command)
-        assert persistence(c)["rdb_changes_since_last_save"] == "8"
+        # Redis counts changes (DEL of a missing key 0, a two-field HSET 2); keel counts the
+        # write commands that succeeded (README: where keel differs).
+        changes = "8" if server_kind == "redis" else "7"
+        assert persistence(c)["rdb_changes_since_last_save"] == changes
         wait_for(lambda: int(time.time()) > first, what="the next second")
         assert c.call("SAVE") == OK
         now = int(time.time())
