@@ -675,7 +675,10 @@ mod tests {
         assert_eq!(shown(Kind::Octal, "755"), Ok("755".into()));
         assert!(shown(Kind::Octal, "9").is_err());
         assert_eq!(shown(Kind::ReplicaOf, "NO ONE"), Ok(String::new()));
-        assert_eq!(shown(Kind::ReplicaOf, "10.0.0.1 6379"), Ok("10.0.0.1 6379".into()));
+        assert_eq!(
+            shown(Kind::ReplicaOf, "10.0.0.1 6379"),
+            Ok("10.0.0.1 6379".into())
+        );
         assert!(shown(Kind::ReplicaOf, "10.0.0.1 port").is_err());
         assert!(shown(Kind::Only("0", NO_TLS), "6380").is_err());
         assert!(shown(Kind::FileName, "a/b.rdb").is_err());

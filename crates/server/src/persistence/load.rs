@@ -22,8 +22,10 @@ use crate::server::{unix_ms, Server};
 use crate::{notice, warning};
 
 /// What a load did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// The replication id and offset the file was saved at.
+    pub replication: Option<(String, u64)>,
     /// Keys put in the keyspace.
     pub loaded: u64,
     /// Keys skipped because their TTL had passed.
@@ -64,11 +66,18 @@ pub fn load_at_startup(server: &Arc<Server>) -> std::io::Result<()> {
         .spawn(move || {
             let started = Instant::now();
             match load_file(&loader, &path, LoadInto::Empty) {
-                Ok(report) => notice!(
-                    "DB loaded from disk: {:.3} seconds ({})",
-                    started.elapsed().as_secs_f64(),
-                    describe(&report)
-                ),
+                Ok(report) => {
+                    notice!(
+                        "DB loaded from disk: {:.3} seconds ({})",
+                        started.elapsed().as_secs_f64(),
+                        describe(&report)
+                    );
+                    // A replica continues the history the file was saved
+                    // at, so its first PSYNC can be a partial one.
+                    if let Some((replid, offset)) = report.replication {
+                        loader.replication.resume_history(replid, offset);
+                    }
+                }
                 Err(e) => {
                     warning!("{e}");
                     warning!("Fatal error loading the DB, check server logs. Exiting.");
@@ -124,8 +133,8 @@ pub fn load_file(server: &Server, path: &Path, into: LoadInto) -> Result<Report,
     let result = load(server, file, size, into)
         .map_err(|e| format!("Short read or corrupt RDB file {} {e}", path.display()));
     loading.end();
-    if let Ok(report) = result {
-        server.persistence.loaded(report);
+    if let Ok(report) = &result {
+        server.persistence.loaded(report.clone());
     }
     result
 }
@@ -141,6 +150,7 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
     let mut report = Report::default();
     let mut libraries: Vec<Bytes> = Vec::new();
     let mut db = 0;
+    let (mut replid, mut repl_offset) = (None, None);
     let mut last_log = Instant::now();
     loop {
         let offset = reader.offset();
@@ -157,11 +167,12 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
         }
         match item {
             Item::Aux { key, value } => {
-                if key == b"redis-ver" {
-                    notice!(
-                        "Loading RDB produced by version {}",
-                        String::from_utf8_lossy(&value)
-                    );
+                let value = String::from_utf8_lossy(&value).into_owned();
+                match &key[..] {
+                    b"redis-ver" => notice!("Loading RDB produced by version {value}"),
+                    b"repl-id" => replid = Some(value),
+                    b"repl-offset" => repl_offset = value.parse().ok(),
+                    _ => {}
                 }
             }
             Item::Functions(code) => libraries.push(code.into()),
@@ -215,6 +226,7 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
     {
         warning!("Function libraries in the RDB file not loaded: {e}");
     }
+    report.replication = replid.zip(repl_offset);
     report.evicted = store.evicted_keys() - evicted_before;
     report.loaded -= report.evicted.min(report.loaded);
     Ok(report)

@@ -282,7 +282,7 @@ impl Persistence {
             last_bgsave_ok: !state.last_bgsave_failed,
             last_bgsave_secs: state.last_bgsave_secs,
             saves: state.saves,
-            last_load: state.last_load,
+            last_load: state.last_load.clone(),
         }
     }
 }

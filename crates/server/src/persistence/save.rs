@@ -173,8 +173,11 @@ impl<'a> KeyMetaOf<'a> {
     }
 }
 
-/// The AUX fields Redis 7.0 writes at the top of a file.
+/// The AUX fields Redis 7.0 writes at the top of a file. The replication
+/// id and offset let a replica restarted from the file continue with a
+/// partial resync, as Redis 7's do.
 fn aux_fields(server: &Server) -> Vec<(&'static str, String)> {
+    let replication = server.replication.status();
     vec![
         (
             "redis-ver",
@@ -184,8 +187,8 @@ fn aux_fields(server: &Server) -> Vec<(&'static str, String)> {
         ("ctime", (unix_ms() / 1000).to_string()),
         ("used-mem", crate::memory::sample().allocated.to_string()),
         ("repl-stream-db", "0".into()),
-        ("repl-id", server.run_id.clone()),
-        ("repl-offset", "0".into()),
+        ("repl-id", replication.replid),
+        ("repl-offset", replication.offset.to_string()),
         ("aof-base", "0".into()),
     ]
 }
@@ -279,7 +282,8 @@ pub fn save_with(server: &Server, claim: super::SnapshotClaim) -> Result<(), Sav
 pub fn save_on_signal(server: &Server, directive: &str) -> Result<(), SaveError> {
     let (flags, settings) = {
         let config = server.config.read();
-        let flags = crate::config::directive(directive).map_or_else(String::new, |d| (d.get)(&config));
+        let flags =
+            crate::config::directive(directive).map_or_else(String::new, |d| (d.get)(&config));
         (flags, Settings::of(&config))
     };
     let says = |flag: &str| flags.split_whitespace().any(|f| f == flag);

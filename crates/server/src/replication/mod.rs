@@ -178,6 +178,12 @@ impl Replication {
         (replid, self.offset.load(Ordering::Relaxed) + 1)
     }
 
+    /// At start-up, from the RDB file: the data is `replid`'s history at
+    /// `offset` (a replica restarted asks to continue from there).
+    pub fn resume_history(&self, replid: String, offset: u64) {
+        self.reset_history(replid, offset);
+    }
+
     /// After a full synchronisation: the data is the primary's `replid` at
     /// `offset`.
     fn reset_history(&self, replid: String, offset: u64) {

@@ -74,10 +74,19 @@ async fn follow_targets(server: Arc<Server>) {
 
 /// Keeps a link to `primary` up, for ever.
 async fn follow(server: &Server, primary: &Primary) {
+    // The start-up file first: it is the data, and the history to
+    // continue, that the first PSYNC asks about.
+    while server.persistence.loading.active() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     notice!("Connecting to MASTER {}:{}", primary.host, primary.port);
     loop {
         if let Err(e) = link(server, primary).await {
-            warning!("Replication link with MASTER {}:{}: {e}", primary.host, primary.port);
+            warning!(
+                "Replication link with MASTER {}:{}: {e}",
+                primary.host,
+                primary.port
+            );
         }
         server.replication.set_state(LinkState::Connect);
         tokio::time::sleep(RETRY_AFTER).await;
@@ -168,14 +177,18 @@ async fn link(server: &Server, primary: &Primary) -> Result<(), String> {
             replication.set_state(LinkState::Sync);
             receive_snapshot(server, &mut conn).await?;
             replication.reset_history(replid.to_string(), offset);
-            replication.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            replication
+                .full_syncs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         ["+CONTINUE", rest @ ..] => {
             if let [new_id] = rest {
                 replication.continue_as(new_id.to_string());
             }
             notice!("Successful partial resynchronization with master.");
-            replication.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            replication
+                .partial_syncs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         _ => return Err(format!("unexpected reply to PSYNC: {reply}")),
     }
@@ -207,7 +220,11 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), String> {
         let get = |name: &str| {
             crate::config::directive(name).map_or_else(String::new, |d| (d.get)(&config))
         };
-        (get("masteruser"), get("masterauth"), server.port.load(std::sync::atomic::Ordering::Relaxed))
+        (
+            get("masteruser"),
+            get("masterauth"),
+            server.port.load(std::sync::atomic::Ordering::Relaxed),
+        )
     };
     if !password.is_empty() {
         let reply = match user.is_empty() {
@@ -221,7 +238,8 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), String> {
     // A primary that does not know these options still serves PSYNC.
     conn.ask(&["REPLCONF", "listening-port", &port.to_string()])
         .await?;
-    conn.ask(&["REPLCONF", "capa", "eof", "capa", "psync2"]).await?;
+    conn.ask(&["REPLCONF", "capa", "eof", "capa", "psync2"])
+        .await?;
     Ok(())
 }
 
@@ -250,7 +268,10 @@ async fn receive_snapshot(server: &Server, conn: &mut Conn) -> Result<(), String
     match loaded {
         Ok(()) => {
             if let Err(e) = std::fs::rename(&temp, &settings.path) {
-                warning!("Keeping the primary's snapshot as {}: {e}", settings.path.display());
+                warning!(
+                    "Keeping the primary's snapshot as {}: {e}",
+                    settings.path.display()
+                );
             }
             Ok(())
         }
@@ -263,8 +284,13 @@ async fn receive_snapshot(server: &Server, conn: &mut Conn) -> Result<(), String
 
 /// Writes the payload announced by `header` (`$<length>` or
 /// `$EOF:<mark>`) to `path`; returns its length.
-async fn receive_payload(conn: &mut Conn, header: &str, path: &std::path::Path) -> Result<u64, String> {
-    let io = |e: std::io::Error| format!("writing the primary's snapshot to {}: {e}", path.display());
+async fn receive_payload(
+    conn: &mut Conn,
+    header: &str,
+    path: &std::path::Path,
+) -> Result<u64, String> {
+    let io =
+        |e: std::io::Error| format!("writing the primary's snapshot to {}: {e}", path.display());
     let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
     let mut written = 0u64;
     match header.strip_prefix("$EOF:") {
@@ -344,7 +370,13 @@ async fn apply_stream(
             };
             let consumed = (before - conn.buf.len()) as u64;
             if is_getack(&args) {
-                send_ack(conn, replication.offset.load(std::sync::atomic::Ordering::Relaxed)).await?;
+                send_ack(
+                    conn,
+                    replication
+                        .offset
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                )
+                .await?;
             } else {
                 apply(server, &mut client, &args, &mut out).await;
             }

@@ -351,7 +351,10 @@ enum Kind {
 
 impl Kind {
     fn of(handle: &ClientHandle) -> Kind {
-        match handle.primary_link.load(std::sync::atomic::Ordering::Relaxed) {
+        match handle
+            .primary_link
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             true => Kind::Master,
             false => Kind::Normal,
         }

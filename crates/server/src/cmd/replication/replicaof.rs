@@ -33,7 +33,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let (host, port) = (&args[1], &args[2]);
     if is(host, "no") && is(port, "one") {
         if follow(ctx.server, None) {
-            crate::notice!("MASTER MODE enabled (user request from '{}')", ctx.client.handle.addr);
+            crate::notice!(
+                "MASTER MODE enabled (user request from '{}')",
+                ctx.client.handle.addr
+            );
         }
         ctx.w().ok();
         return Ok(());

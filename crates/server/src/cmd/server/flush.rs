@@ -59,7 +59,9 @@ fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
         let waited = ctx.server.blocking.waited_keys(index);
         ctx.client.ready.extend(waited);
     }
-    let save_points = !Settings::of(&ctx.server.config.read()).save_points.is_empty();
+    let save_points = !Settings::of(&ctx.server.config.read())
+        .save_points
+        .is_empty();
     if all && save_points && !ctx.client.tx.executing {
         // The log says why a save failed; FLUSHALL itself succeeded.
         let _ = save_now(ctx.server);

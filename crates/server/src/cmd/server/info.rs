@@ -379,7 +379,11 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                     put("master_port", primary.port.to_string());
                     put("master_link_status", if up { "up" } else { "down" }.into());
                     let since_io = (now_ms / 1000).saturating_sub(r.link.last_io);
-                    let last_io = if r.link.last_io == 0 { -1 } else { since_io as i64 };
+                    let last_io = if r.link.last_io == 0 {
+                        -1
+                    } else {
+                        since_io as i64
+                    };
                     put("master_last_io_seconds_ago", last_io.to_string());
                     let syncing = r.link.state == LinkState::Sync;
                     put("master_sync_in_progress", u8::from(syncing).to_string());
