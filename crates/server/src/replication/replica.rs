@@ -354,8 +354,11 @@ async fn apply_stream(
     let mut client = Client::new(handle.clone(), true);
     client.is_primary_link = true;
     let mut decoder = RequestDecoder::default();
+    // The primary's arguments are bounded as a client's are: a bogus
+    // length ends the link instead of growing the buffer without end.
+    let max_bulk_len = server.hot.proto_max_bulk_len.load(std::sync::atomic::Ordering::Relaxed);
     let limits = Limits {
-        max_bulk_len: usize::MAX,
+        max_bulk_len: usize::try_from(max_bulk_len).unwrap_or(usize::MAX),
         authenticated: true,
     };
     let mut out = BytesMut::new();
