@@ -300,15 +300,16 @@ async fn receive_payload(
                 return Err(format!("bad payload header from the primary: {header}"));
             }
             loop {
-                if conn.buf.len() >= EOF_MARK_LEN && conn.buf.ends_with(mark) {
-                    let body = conn.buf.split_to(conn.buf.len() - EOF_MARK_LEN);
+                // The mark may arrive with the stream's first bytes behind it.
+                if let Some(at) = conn.buf.windows(EOF_MARK_LEN).position(|w| w == mark) {
+                    let body = conn.buf.split_to(at);
                     conn.buf.advance(EOF_MARK_LEN);
                     file.write_all(&body).map_err(io)?;
                     written += body.len() as u64;
                     break;
                 }
                 // Everything but what may be the start of the mark is body.
-                let keep = EOF_MARK_LEN.min(conn.buf.len());
+                let keep = (EOF_MARK_LEN - 1).min(conn.buf.len());
                 let body = conn.buf.split_to(conn.buf.len() - keep);
                 file.write_all(&body).map_err(io)?;
                 written += body.len() as u64;
@@ -416,5 +417,82 @@ async fn apply(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         if let Some(mut waiting) = crate::scripting::submit(server, job) {
             waiting.reply().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection whose peer sends `bytes` a few at a time, then closes.
+    async fn fed(bytes: Vec<u8>, step: usize) -> Conn {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut peer, _) = listener.accept().await.unwrap();
+            for piece in bytes.chunks(step) {
+                peer.write_all(piece).await.unwrap();
+                peer.flush().await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        Conn {
+            socket: TcpStream::connect(address).await.unwrap(),
+            buf: BytesMut::new(),
+        }
+    }
+
+    fn temp_path(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("keel-replica-test-{}-{name}", std::process::id()))
+    }
+
+    /// A diskless payload ends at its mark however the reads cut it, and
+    /// what follows the mark is left for the command stream.
+    #[tokio::test]
+    async fn a_diskless_payload_ends_at_its_mark_whatever_the_reads() {
+        let mark = "a".repeat(EOF_MARK_LEN);
+        let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        for step in [1, 7, 39, 40, 41, 4096] {
+            let mut sent = body.clone();
+            sent.extend_from_slice(mark.as_bytes());
+            sent.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+            let mut conn = fed(sent, step).await;
+            let path = temp_path(&format!("eof-{step}"));
+            let header = format!("$EOF:{mark}");
+            let written = receive_payload(&mut conn, &header, &path).await.unwrap();
+            assert_eq!(written, body.len() as u64, "step {step}");
+            assert_eq!(std::fs::read(&path).unwrap(), body, "step {step}");
+            while conn.buf.len() < 14 {
+                conn.fill().await.unwrap();
+            }
+            assert_eq!(&conn.buf[..], b"*1\r\n$4\r\nPING\r\n", "step {step}");
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+
+    /// A sized payload takes exactly its length; one cut short is an
+    /// error, never a success with part of the file.
+    #[tokio::test]
+    async fn a_sized_payload_takes_its_length_and_a_short_one_fails() {
+        let body = b"0123456789".repeat(300);
+        let mut sent = body.clone();
+        sent.extend_from_slice(b"+rest");
+        let mut conn = fed(sent, 13).await;
+        let path = temp_path("sized");
+        let header = format!("${}", body.len());
+        assert_eq!(receive_payload(&mut conn, &header, &path).await, Ok(body.len() as u64));
+        assert_eq!(std::fs::read(&path).unwrap(), body);
+
+        let mut conn = fed(body[..100].to_vec(), 13).await;
+        let short = receive_payload(&mut conn, &header, &path).await;
+        assert_eq!(short, Err("the primary closed the connection".to_string()));
+        std::fs::remove_file(&path).unwrap();
+
+        let mut conn = fed(Vec::new(), 1).await;
+        let bad = receive_payload(&mut conn, "$EOF:short", &path).await;
+        assert!(bad.unwrap_err().contains("bad payload header"));
+        let mut conn = fed(Vec::new(), 1).await;
+        let bad = receive_payload(&mut conn, "$-5", &path).await;
+        assert!(bad.unwrap_err().contains("bad payload header"));
     }
 }
