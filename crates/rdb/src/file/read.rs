@@ -12,7 +12,7 @@ use crate::object::{self, Budget, Refused};
 use crate::{Cursor, Malformed};
 
 /// The least a read asks the input for.
-const READ_CHUNK: usize = 256 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
 
 /// The most one read asks for (the window's spare room is zeroed once, when
 /// it grows, so this bounds nothing but a single call).
