@@ -289,10 +289,10 @@ fn flipped_bytes_are_errors_never_panics() {
     let small = write(&small_items(), WriteOptions::default());
     let big = write(&items(), WriteOptions::default());
     let flips = (0..small.len())
-        .map(|at| (&small, at))
-        .chain((0..big.len()).step_by(127).map(|at| (&big, at)));
+        .map(|at| (&small, at, 5))
+        .chain((0..big.len()).step_by(127).map(|at| (&big, at, 4096)));
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    for (file, at) in flips {
+    for (file, at, chunk) in flips {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -303,7 +303,18 @@ fn flipped_bytes_are_errors_never_panics() {
         let mut unchecked = bad.clone();
         let n = unchecked.len();
         unchecked[n - 8..].fill(0);
-        let _ = read_all(&unchecked[..], 1 << 20);
+        let whole = read_all(&unchecked[..], 1 << 20);
+        let trickled = read_all(
+            Trickle {
+                bytes: &unchecked,
+                chunk,
+            },
+            1 << 20,
+        );
+        assert_eq!(
+            whole.map_err(|e| e.offset).ok(),
+            trickled.map_err(|e| e.offset).ok()
+        );
     }
 }
 
