@@ -151,12 +151,18 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn peek(&self) -> Result<u8, Malformed> {
-        self.bytes.get(self.pos).copied().ok_or_else(|| self.ran_out(1))
+        self.bytes
+            .get(self.pos)
+            .copied()
+            .ok_or_else(|| self.ran_out(1))
     }
 
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
         let end = self.pos.checked_add(n).ok_or(Malformed)?;
-        let bytes = self.bytes.get(self.pos..end).ok_or_else(|| self.ran_out(n))?;
+        let bytes = self
+            .bytes
+            .get(self.pos..end)
+            .ok_or_else(|| self.ran_out(n))?;
         self.pos = end;
         Ok(bytes)
     }

@@ -31,7 +31,7 @@ use crate::stream;
 use crate::{parse_canonical_i64, Cursor, Malformed, Pairs, Thresholds, Value};
 
 /// RDB object types (`RDB_TYPE_*`).
-mod kind {
+pub(crate) mod kind {
     pub const STRING: u8 = 0;
     pub const LIST: u8 = 1;
     pub const SET: u8 = 2;
@@ -88,10 +88,10 @@ const INT_ENCODE_MAX_LEN: usize = 11;
 const COMPRESS_ABOVE: usize = 20;
 
 /// String encodings after a `11` length prefix.
-const ENC_INT8: u8 = 0;
-const ENC_INT16: u8 = 1;
-const ENC_INT32: u8 = 2;
-const ENC_LZF: u8 = 3;
+pub(crate) const ENC_INT8: u8 = 0;
+pub(crate) const ENC_INT16: u8 = 1;
+pub(crate) const ENC_INT32: u8 = 2;
+pub(crate) const ENC_LZF: u8 = 3;
 
 /// Reads one object (type byte and body) from the start of `bytes`;
 /// returns it with the number of bytes it took.
@@ -346,7 +346,7 @@ fn read_text_score(c: &mut Cursor) -> Result<f64, Malformed> {
 }
 
 /// A length, or the special encoding of a string (`Err(encoding)`).
-fn read_length_or_encoding(c: &mut Cursor) -> Result<Result<u64, u8>, Malformed> {
+pub(crate) fn read_length_or_encoding(c: &mut Cursor) -> Result<Result<u64, u8>, Malformed> {
     let first = c.byte()?;
     Ok(match first >> 6 {
         0 => Ok((first & 0x3f) as u64),
@@ -566,7 +566,11 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        if let Some(slot) = self.compressor.as_mut().filter(|_| s.len() > COMPRESS_ABOVE) {
+        if let Some(slot) = self
+            .compressor
+            .as_mut()
+            .filter(|_| s.len() > COMPRESS_ABOVE)
+        {
             let compressor = slot.get_or_insert_with(Compressor::default);
             if let Some(compressed) = compressor.compress(s, s.len() - 4) {
                 self.out.push(0xc0 | ENC_LZF);

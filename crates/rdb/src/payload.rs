@@ -67,9 +67,7 @@ pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadErr
     match read_object_within(checked_body(payload)?, budget) {
         Ok((value, _)) => Ok(value),
         Err(Refused::OverBudget) => Err(PayloadError::OverBudget),
-        Err(Refused::Malformed | Refused::Truncated | Refused::Empty) => {
-            Err(PayloadError::BadData)
-        }
+        Err(Refused::Malformed | Refused::Truncated | Refused::Empty) => Err(PayloadError::BadData),
     }
 }
 

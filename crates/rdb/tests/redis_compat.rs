@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use keel_rdb::{Item, KeyMeta, Reader, Value, WriteOptions, Writer};
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     std::fs::read(path).unwrap()
 }
 
@@ -72,9 +74,14 @@ fn redis_fixture_loads() {
             value: b"7.0.15".to_vec()
         }
     );
-    assert!(items.iter().any(|i| matches!(i, Item::Functions(code) if code.starts_with(b"#!lua name=mylib"))));
+    assert!(items
+        .iter()
+        .any(|i| matches!(i, Item::Functions(code) if code.starts_with(b"#!lua name=mylib"))));
     assert!(items.contains(&Item::SelectDb(3)));
-    let keys = items.iter().filter(|i| matches!(i, Item::Key { .. })).count();
+    let keys = items
+        .iter()
+        .filter(|i| matches!(i, Item::Key { .. }))
+        .count();
     assert_eq!(keys, 18);
 
     let string = |name| match key(&items, name).0 {
@@ -141,7 +148,10 @@ fn redis_fixture_loads() {
     let (_, meta) = key(&items, "ttl:str");
     assert_eq!(meta.expire_at_ms, Some(4_102_444_800_123));
     assert!(meta.idle_seconds.is_some(), "saved under allkeys-lru");
-    assert_eq!(key(&items, "ttl:list").1.expire_at_ms, Some(4_102_444_800_000));
+    assert_eq!(
+        key(&items, "ttl:list").1.expire_at_ms,
+        Some(4_102_444_800_000)
+    );
     assert_eq!(key(&items, "str:raw").1.expire_at_ms, None);
 }
 
@@ -217,7 +227,10 @@ fn redis_check_rdb_accepts_keel_files() {
         std::fs::write(&path, keel_file(options)).unwrap();
         let out = Command::new("redis-check-rdb").arg(&path).output().unwrap();
         let log = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && log.contains("RDB looks OK"), "{log}");
+        assert!(
+            out.status.success() && log.contains("RDB looks OK"),
+            "{log}"
+        );
         assert!(log.contains("18 keys read"), "{log}");
     }
     std::fs::remove_dir_all(dir).unwrap();
@@ -271,7 +284,14 @@ fn redis_server_loads_keel_files() {
     .unwrap();
     let port = free_port();
     let mut server = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .arg("--dir")
         .arg(&dir)
         .args(["--dbfilename", "keel.rdb", "--logfile", "redis.log"])
@@ -300,7 +320,11 @@ fn redis_server_loads_keel_files() {
         ask(&["SMISMEMBER", "set:int", "-40", "7"]),
         ask(&["PEXPIRETIME", "ttl:str"]),
         ask(&["XLEN", "stream"]),
-        ask(&["XINFO", "GROUPS", "stream"]).split(',').nth(1).unwrap_or("").to_string(),
+        ask(&["XINFO", "GROUPS", "stream"])
+            .split(',')
+            .nth(1)
+            .unwrap_or("")
+            .to_string(),
         ask(&["FCALL", "myfunc", "0"]),
         ask(&["SELECT", "3"]),
         ask(&["DBSIZE"]),
@@ -312,8 +336,20 @@ fn redis_server_loads_keel_files() {
     assert_eq!(
         replies,
         [
-            ":16", "300", ":2000", "element-2000", "hashtable", "1.5", ":1,:0",
-            ":4102444800123", ":2", "group", ":1", "+OK", ":2", "three"
+            ":16",
+            "300",
+            ":2000",
+            "element-2000",
+            "hashtable",
+            "1.5",
+            ":1,:0",
+            ":4102444800123",
+            ":2",
+            "group",
+            ":1",
+            "+OK",
+            ":2",
+            "three"
         ],
         "{log}"
     );

@@ -1,6 +1,7 @@
 //! How fast a file of a million small string keys is written and read
 //! (run with `cargo test --release -p keel-rdb --test throughput -- --ignored --nocapture`).
 
+use std::io::Read;
 use std::time::Instant;
 
 use keel_rdb::{Item, KeyMeta, Reader, Value, WriteOptions, Writer};
@@ -9,13 +10,17 @@ use keel_rdb::{Item, KeyMeta, Reader, Value, WriteOptions, Writer};
 #[ignore = "a measurement: run it in release"]
 fn million_small_keys() {
     const KEYS: u64 = 1_000_000;
+    let pairs: Vec<(Vec<u8>, Value)> = (0..KEYS)
+        .map(|i| {
+            let key = format!("key:{i:08}").into_bytes();
+            (key, Value::String(format!("value-{i}").into_bytes()))
+        })
+        .collect();
     let started = Instant::now();
     let mut w = Writer::new(Vec::new(), WriteOptions::default()).unwrap();
     w.select_db(0, KEYS, 0).unwrap();
-    for i in 0..KEYS {
-        let key = format!("key:{i:08}");
-        let value = Value::String(format!("value-{i}").into_bytes());
-        w.key(key.as_bytes(), &value, KeyMeta::default()).unwrap();
+    for (key, value) in &pairs {
+        w.key(key, value, KeyMeta::default()).unwrap();
     }
     let file = w.finish().unwrap();
     let write = started.elapsed();
@@ -40,4 +45,59 @@ fn million_small_keys() {
         read.as_secs_f64() * 1e3,
         mb / read.as_secs_f64()
     );
+}
+
+/// Input handed out at most `chunk` bytes per read, like a socket.
+struct Trickle<'a> {
+    bytes: &'a [u8],
+    chunk: usize,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.chunk).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+#[ignore = "a measurement: run it in release"]
+fn one_big_key() {
+    const ELEMENTS: usize = 1_000_000;
+    let mut w = Writer::new(Vec::new(), WriteOptions::default()).unwrap();
+    w.select_db(0, 2, 0).unwrap();
+    let list = Value::List(
+        (0..ELEMENTS)
+            .map(|i| format!("element-{i}").into_bytes())
+            .collect(),
+    );
+    let set = Value::Set(
+        (0..ELEMENTS)
+            .map(|i| format!("member-{i}").into_bytes())
+            .collect(),
+    );
+    w.key(b"list", &list, KeyMeta::default()).unwrap();
+    w.key(b"set", &set, KeyMeta::default()).unwrap();
+    let file = w.finish().unwrap();
+    let mb = file.len() as f64 / 1e6;
+    for chunk in [usize::MAX, 1 << 20, 64 << 10] {
+        let started = Instant::now();
+        let mut r = Reader::new(
+            Trickle {
+                bytes: &file,
+                chunk,
+            },
+            1 << 30,
+        )
+        .unwrap();
+        while r.next().unwrap() != Item::End {}
+        let read = started.elapsed();
+        println!(
+            "a 1M-element list and set, {mb:.1} MB, reads of up to {chunk} bytes: read {:.0} ms ({:.0} MB/s)",
+            read.as_secs_f64() * 1e3,
+            mb / read.as_secs_f64()
+        );
+    }
 }

@@ -35,15 +35,19 @@
 //!   refuses a file newer than itself.
 //! - Streaming both ways: files run to gigabytes. The writer fills a small
 //!   buffer and hands it to the output in large writes, folding it into the
-//!   CRC as it goes. The reader keeps a window of the input: it decodes the
-//!   next item from the bytes it holds; when the object decoder reports it
-//!   ran out of bytes (a truncated object, told apart from a malformed one),
-//!   it reads more and tries again. A retry decodes the item from its
-//!   start, so the window grows to at least twice what the last try held
-//!   whenever that is what it takes: an item that spans many reads is
-//!   decoded a logarithmic number of times, amortized linear time. It
-//!   retries sooner on a short read (a socket with nothing more yet), so it
-//!   never waits for bytes past the end of the RDB that may never come.
+//!   CRC as it goes (a single value is encoded whole in memory first). The
+//!   reader keeps a window of the input and decodes the next item from the
+//!   bytes it holds; when the object decoder reports it ran out of bytes (a
+//!   truncated object, told apart from a malformed one by the cursor), the
+//!   reader reads more and decodes again. Decoding a big key again after
+//!   every read would be quadratic, so for a key the reader first finds its
+//!   end with a scanner that walks lengths only and resumes where it
+//!   stopped ([`scan`]), then decodes it once: linear time whatever the
+//!   size of reads (a socket gives a few kilobytes at a time). The reader
+//!   reads only when the next item needs more bytes than it holds, so it
+//!   never waits for bytes past the end of the RDB that may not come (a
+//!   replication stream); what a read returned past the end is handed back
+//!   by [`Reader::into_inner`].
 //! - Memory is bounded: each key's decoding may allocate at most the budget
 //!   the caller gives, and one item may not need a window larger than twice
 //!   that budget (plus a megabyte), or it is refused as over budget.
@@ -54,6 +58,7 @@
 //!   one) is skipped, as Redis 7.0 skips it.
 
 mod read;
+mod scan;
 mod write;
 
 pub use read::Reader;

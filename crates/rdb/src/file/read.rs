@@ -1,11 +1,12 @@
 //! Reading an RDB file through a window of its bytes (see the module
-//! comment of [`super`] for how the window grows).
+//! comment of [`super`] for how the window grows, and [`super::scan`] for
+//! how a key cut by the window's end is completed).
 
 use std::io::{self, Read};
 
+use super::scan::{self, Stopped};
 use super::{
-    opcode, Item, KeyMeta, LoadError, Problem, FIRST_VERSION_WITH_CHECKSUM, MAGIC,
-    MAX_READ_VERSION,
+    opcode, Item, KeyMeta, LoadError, Problem, FIRST_VERSION_WITH_CHECKSUM, MAGIC, MAX_READ_VERSION,
 };
 use crate::crc64::crc64;
 use crate::object::{self, Budget, Refused};
@@ -57,7 +58,9 @@ enum Step {
 enum Stop {
     /// The window ends before the step does: it needs `wanted` bytes at
     /// least.
-    Short { wanted: usize },
+    Short {
+        wanted: usize,
+    },
     Bad(Problem),
 }
 
@@ -107,7 +110,9 @@ impl<R: Read> Reader<R> {
     }
 
     /// The next item; after [`Item::End`] (the checksum checked), `End`
-    /// again.
+    /// again. Not an `Iterator`: every item can fail, and the end is an
+    /// item that carries a verdict (the checksum).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Item, LoadError> {
         if self.ended {
             return Ok(Item::End);
@@ -133,7 +138,7 @@ impl<R: Read> Reader<R> {
                         }
                     }
                 }
-                Err(Stop::Short { wanted }) => self.fill(wanted)?,
+                Err(Stop::Short { wanted }) => self.complete(wanted)?,
                 Err(Stop::Bad(problem)) => return Err(self.error(problem)),
             }
         }
@@ -188,10 +193,32 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// The decoder needs `wanted` bytes to go on: for a key, reads until
+    /// the scanner finds all of it in the window, so that it is decoded
+    /// once more only; otherwise (or if the scanner and the decoder
+    /// disagree on malformed bytes) reads what the decoder wanted.
+    fn complete(&mut self, wanted: usize) -> Result<(), LoadError> {
+        let mut resume = None;
+        let mut filled = false;
+        loop {
+            match scan::key_length(&self.window[self.start..self.end], resume) {
+                Ok(_) if filled => return Ok(()),
+                Ok(_) | Err(Stopped::NotScannable) => return self.fill(wanted),
+                Err(Stopped::Short {
+                    wanted: more,
+                    resume: at,
+                }) => {
+                    self.fill(more)?;
+                    resume = at;
+                    filled = true;
+                }
+            }
+        }
+    }
+
     /// Reads until the window holds at least `wanted` unconsumed bytes,
-    /// and, so that a retried item is decoded a logarithmic number of
-    /// times, twice what it held, unless a short read says the input has
-    /// nothing more for now.
+    /// and no more reads than that takes: past the end of the RDB, the
+    /// input may have nothing for a while.
     fn fill(&mut self, wanted: usize) -> Result<(), LoadError> {
         let mut held = self.end - self.start;
         if self.input_ended {
@@ -200,12 +227,13 @@ impl<R: Read> Reader<R> {
         if wanted > self.max_window {
             return Err(self.error(Problem::OverBudget));
         }
-        let target = wanted.max(held.saturating_mul(2)).min(self.max_window);
-        self.window.copy_within(self.start..self.end, 0);
-        self.start = 0;
-        self.end = held;
-        loop {
-            let ask = (target - held).clamp(READ_CHUNK, READ_MAX);
+        if self.start > 0 {
+            self.window.copy_within(self.start..self.end, 0);
+            self.start = 0;
+            self.end = held;
+        }
+        while held < wanted {
+            let ask = (wanted - held).clamp(READ_CHUNK, READ_MAX);
             if self.window.len() < held + ask {
                 self.window.resize(held + ask, 0);
             }
@@ -220,16 +248,10 @@ impl<R: Read> Reader<R> {
             self.end = held;
             if n == 0 {
                 self.input_ended = true;
-                return if held >= wanted {
-                    Ok(())
-                } else {
-                    Err(self.truncated())
-                };
-            }
-            if held >= wanted && (held >= target || n < ask) {
-                return Ok(());
+                return Err(self.truncated());
             }
         }
+        Ok(())
     }
 
     /// The input ended before the file: where it ended.
@@ -273,9 +295,11 @@ fn step(c: &mut Cursor, b: &mut Budget) -> Result<Step, Failure> {
     let op = c.byte()?;
     Ok(match op {
         opcode::EXPIRETIME_MS => Step::Expire(u64::try_from(c.int_le(8)?).unwrap_or(0)),
-        opcode::EXPIRETIME => {
-            Step::Expire(u64::try_from(c.int_le(4)?).unwrap_or(0).saturating_mul(1000))
-        }
+        opcode::EXPIRETIME => Step::Expire(
+            u64::try_from(c.int_le(4)?)
+                .unwrap_or(0)
+                .saturating_mul(1000),
+        ),
         opcode::IDLE => Step::Idle(object::read_length(c)?),
         opcode::FREQ => Step::Freq(c.byte()?),
         opcode::AUX => Step::Item(Item::Aux {

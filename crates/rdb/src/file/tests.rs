@@ -10,7 +10,9 @@ fn bytes(s: &str) -> Vec<u8> {
 }
 
 fn strings(n: usize, prefix: &str) -> Vec<Vec<u8>> {
-    (0..n).map(|i| format!("{prefix}{i}").into_bytes()).collect()
+    (0..n)
+        .map(|i| format!("{prefix}{i}").into_bytes())
+        .collect()
 }
 
 /// A stream with two entries, one deleted, and a group with a pending
@@ -102,14 +104,15 @@ fn items() -> Vec<Item> {
         key("biglist", Value::List(strings(3000, "element-")), none),
         key("intset", Value::Set(strings(5, "")), none),
         key("set", Value::Set(strings(700, "m")), none),
-        key(
-            "hash",
-            Value::Hash(vec![(bytes("f"), bytes("v"))]),
-            none,
-        ),
+        key("hash", Value::Hash(vec![(bytes("f"), bytes("v"))]), none),
         key(
             "bighash",
-            Value::Hash(strings(600, "f").into_iter().zip(strings(600, "v")).collect()),
+            Value::Hash(
+                strings(600, "f")
+                    .into_iter()
+                    .zip(strings(600, "v"))
+                    .collect(),
+            ),
             none,
         ),
         key(
@@ -146,11 +149,8 @@ fn write(items: &[Item], options: WriteOptions) -> Vec<u8> {
             Item::Aux { key, value } => w.aux(key, value),
             Item::Functions(code) => w.functions(code),
             Item::SelectDb(db) => Ok(()).and_then(|()| {
-                let Some(Item::ResizeDb { keys, expires }) = items
-                    .iter()
-                    .skip_while(|i| *i != item)
-                    .nth(1)
-                    .cloned()
+                let Some(Item::ResizeDb { keys, expires }) =
+                    items.iter().skip_while(|i| *i != item).nth(1).cloned()
                 else {
                     panic!("SelectDb without ResizeDb")
                 };
@@ -391,13 +391,18 @@ fn checksums() {
 
 #[test]
 fn opcodes_keel_refuses_or_skips() {
-    let cases: [(&[u8], fn(&Problem) -> bool); 6] = [
+    type Expected = fn(&Problem) -> bool;
+    let cases: [(&[u8], Expected); 6] = [
         (b"\xf6\x01a", |p| matches!(p, Problem::FunctionPreGa)),
         (b"\xf7\x01", |p| matches!(p, Problem::Module)),
         (b"\x07\x01k\x00", |p| matches!(p, Problem::Module)),
         (b"\x06\x01k\x00", |p| matches!(p, Problem::Module)),
-        (b"\x08\x01k", |p| matches!(p, Problem::UnknownOpcodeOrType(8))),
-        (b"\x02\x01k\x02\x01a\x01a", |p| matches!(p, Problem::BadObject)),
+        (b"\x08\x01k", |p| {
+            matches!(p, Problem::UnknownOpcodeOrType(8))
+        }),
+        (b"\x02\x01k\x02\x01a\x01a", |p| {
+            matches!(p, Problem::BadObject)
+        }),
     ];
     for (body, expected) in cases {
         let p = problem(&sealed(10, body));
@@ -463,9 +468,37 @@ fn budgets_bound_items_and_the_window() {
     // A length claiming more than the budget allows is refused before
     // anything is read or allocated for it.
     let huge = sealed(10, b"\x00\x01k\x81\x00\x00\x00\xff\xff\xff\xff\xff");
-    assert!(matches!(problem_within(&huge, 1 << 20), Problem::OverBudget));
+    assert!(matches!(
+        problem_within(&huge, 1 << 20),
+        Problem::OverBudget
+    ));
 }
 
 fn problem_within(file: &[u8], budget: usize) -> Problem {
     read_all(file, budget).unwrap_err().problem
+}
+
+/// A replication stream has nothing past the RDB for a while: the reader
+/// must reach the end without asking for a byte more than the file, even
+/// with big keys cut by every read.
+#[test]
+fn never_reads_past_the_end_of_the_file() {
+    struct Stalls<'a>(Trickle<'a>);
+    impl Read for Stalls<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(io::ErrorKind::WouldBlock.into()),
+                n => Ok(n),
+            }
+        }
+    }
+    let file = write(&items(), WriteOptions::default());
+    for chunk in [1, 7, 1000, 4096, usize::MAX] {
+        let input = Stalls(Trickle {
+            bytes: &file,
+            chunk,
+        });
+        let back = read_all(input, 1 << 20).unwrap();
+        assert_eq!(normalised(back), normalised(items()), "{chunk}");
+    }
 }
