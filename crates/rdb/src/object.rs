@@ -19,7 +19,8 @@
 //! more, as Redis does with `rdbcompression yes` (its default).
 //!
 //! Reading accepts every form Redis 7.0 loads, modules excepted (keel has
-//! none); streams are in [`crate::stream`].
+//! none), and Redis 7.2's two new ones (RDB 11): listpack sets and streams
+//! with consumers' active times; streams are in [`crate::stream`].
 
 use std::collections::HashSet;
 
@@ -50,13 +51,14 @@ pub(crate) mod kind {
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
     pub const MODULE: u8 = 6;
     pub const MODULE_2: u8 = 7;
 
     /// Whether `t` is an object type byte of RDB 11 (what Redis 7.2's
     /// `rdbIsObjectType` accepts), modules included.
     pub fn is_object_type(t: u8) -> bool {
-        t <= 7 || (9..=SET_LISTPACK).contains(&t)
+        t <= 7 || (9..=STREAM_LISTPACKS_3).contains(&t)
     }
 }
 
@@ -267,9 +269,13 @@ pub(crate) fn read_value(rdb_type: u8, c: &mut Cursor, b: &mut Budget) -> Result
             }
             Value::List(elements)
         }
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
-            let v2 = rdb_type == kind::STREAM_LISTPACKS_2;
-            Value::Stream(Box::new(stream::read(&mut Reader { c, b }, v2)?))
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            let layout = match rdb_type {
+                kind::STREAM_LISTPACKS => stream::Layout::V1,
+                kind::STREAM_LISTPACKS_2 => stream::Layout::V2,
+                _ => stream::Layout::V3,
+            };
+            Value::Stream(Box::new(stream::read(&mut Reader { c, b }, layout)?))
         }
         _ => return Err(Malformed),
     };

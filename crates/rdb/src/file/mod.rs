@@ -30,9 +30,10 @@
 //!
 //! - Writing produces version 10, what Redis 7.0 writes, with 7.0's
 //!   encodings ([`crate::object`]), so a Redis 7.0 (and any later one) loads
-//!   it. Reading accepts versions 1 to 11 (Redis 7.2 writes 11, whose only
-//!   new form is a listpack set); later versions are refused, as Redis
-//!   refuses a file newer than itself.
+//!   it. Reading accepts versions 1 to 11 (Redis 7.2 writes 11, whose new
+//!   forms are listpack sets and streams with their consumers' active
+//!   time, which keel drops); later versions are refused, as Redis refuses
+//!   a file newer than itself.
 //! - Streaming both ways: files run to gigabytes. The writer fills a small
 //!   buffer and hands it to the output in large writes, folding it into the
 //!   CRC as it goes (a single value is encoded whole in memory first). The

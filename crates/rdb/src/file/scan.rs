@@ -112,8 +112,8 @@ fn header(c: &mut Cursor) -> Result<Header, Malformed> {
         kind::ZSET => count(c, Element::TextScored),
         kind::ZSET_2 => count(c, Element::BinaryScored),
         kind::LIST_QUICKLIST_2 => count(c, Element::Node),
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
-            skip_stream(c, rdb_type == kind::STREAM_LISTPACKS_2)?;
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            skip_stream(c, rdb_type)?;
             Ok(Header::Done)
         }
         _ => {
@@ -167,7 +167,9 @@ fn skip_lengths(c: &mut Cursor, n: usize) -> Result<(), Malformed> {
 }
 
 /// A stream's body, as [`crate::stream`] reads it.
-fn skip_stream(c: &mut Cursor, v2: bool) -> Result<(), Malformed> {
+fn skip_stream(c: &mut Cursor, rdb_type: u8) -> Result<(), Malformed> {
+    let v2 = rdb_type != kind::STREAM_LISTPACKS;
+    let v3 = rdb_type == kind::STREAM_LISTPACKS_3;
     let nodes = object::read_length(c)?;
     for _ in 0..nodes {
         skip_string(c)?;
@@ -187,7 +189,8 @@ fn skip_stream(c: &mut Cursor, v2: bool) -> Result<(), Malformed> {
         let consumers = object::read_length(c)?;
         for _ in 0..consumers {
             skip_string(c)?;
-            c.take(8)?;
+            // Seen time, and in Redis 7.2's layout active time.
+            c.take(if v3 { 16 } else { 8 })?;
             let owned = usize::try_from(object::read_length(c)?).map_err(|_| Malformed)?;
             c.take(owned.checked_mul(16).ok_or(Malformed)?)?;
         }

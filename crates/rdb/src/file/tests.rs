@@ -502,3 +502,47 @@ fn never_reads_past_the_end_of_the_file() {
         assert_eq!(normalised(back), normalised(items()), "{chunk}");
     }
 }
+
+#[test]
+fn redis_7_2_streams_load() {
+    // Redis 7.2's stream layout (type 21) adds each consumer's active time
+    // after its seen time: make one from keel's (type 19).
+    let v2 = write(
+        &[Item::Key {
+            key: bytes("stream"),
+            value: Value::Stream(Box::new(a_stream())),
+            meta: KeyMeta::default(),
+        }],
+        WriteOptions::default(),
+    );
+    let find = |needle: &[u8]| v2.windows(needle.len()).position(|w| w == needle).unwrap();
+    let type_at = find(b"\x06stream") - 1;
+    assert_eq!(v2[type_at], 19);
+    let mut consumer = b"\x05alice".to_vec();
+    consumer.extend_from_slice(&1000i64.to_le_bytes());
+    let active_at = find(&consumer) + consumer.len();
+    let mut body = v2[9..type_at].to_vec();
+    body.push(21);
+    body.extend_from_slice(&v2[type_at + 1..active_at]);
+    body.extend_from_slice(&2000i64.to_le_bytes());
+    body.extend_from_slice(&v2[active_at..v2.len() - 9]);
+    let file = sealed(11, &body);
+    for chunk in [1, usize::MAX] {
+        let items = read_all(
+            Trickle {
+                bytes: &file,
+                chunk,
+            },
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(
+            items[0],
+            Item::Key {
+                key: bytes("stream"),
+                value: Value::Stream(Box::new(a_stream())),
+                meta: KeyMeta::default(),
+            }
+        );
+    }
+}
