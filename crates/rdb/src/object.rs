@@ -52,6 +52,8 @@ pub(crate) mod kind {
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
     pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// The last type of RDB 10 (Redis 7.0).
+    pub const LAST_OF_RDB_10: u8 = STREAM_LISTPACKS_2;
     pub const MODULE: u8 = 6;
     pub const MODULE_2: u8 = 7;
 

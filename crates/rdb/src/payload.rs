@@ -4,7 +4,7 @@
 //! `verifyDumpPayload` make and check it.
 
 use crate::crc64::crc64;
-use crate::object::{read_object_within, write_object, Refused};
+use crate::object::{kind, read_object_within, write_object, Refused};
 use crate::{Thresholds, Value};
 
 /// The RDB version Redis 7.0 writes; payloads of later versions are
@@ -64,7 +64,13 @@ pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
 /// [`restore`], allocating at most about `budget` bytes while decoding
 /// (see [`read_object_within`]).
 pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadError> {
-    match read_object_within(checked_body(payload)?, budget) {
+    let body = checked_body(payload)?;
+    // Types of RDB 11 come only in payloads of version 11, refused above;
+    // Redis 7.0 does not know them in any payload.
+    if body.first().is_some_and(|&t| t > kind::LAST_OF_RDB_10) {
+        return Err(PayloadError::BadData);
+    }
+    match read_object_within(body, budget) {
         Ok((value, _)) => Ok(value),
         Err(Refused::OverBudget) => Err(PayloadError::OverBudget),
         Err(Refused::Malformed | Refused::Truncated | Refused::Empty) => Err(PayloadError::BadData),
@@ -195,6 +201,7 @@ mod tests {
             b"\x05\x01\x01a\x00\x00\x00\x00\x00\x00\xf8\x7f",
             b"\x00\xc3\x02\xff\x00\x10",
             b"\x07",
+            b"\x14\x0d\x0d\x00\x00\x00\x02\x00\x81a\x02\x81b\x02\xff",
             b"",
         ] {
             assert_eq!(
