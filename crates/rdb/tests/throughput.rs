@@ -101,3 +101,17 @@ fn one_big_key() {
         );
     }
 }
+
+#[test]
+#[ignore = "a measurement: run it in release"]
+fn crc64_speed() {
+    let bytes: Vec<u8> = (0..256u32 << 20).map(|i| (i * 7919 >> 3) as u8).collect();
+    let started = Instant::now();
+    let crc = keel_rdb::crc64::crc64(0, &bytes);
+    let took = started.elapsed();
+    println!(
+        "crc64 of 256 MB: {:.0} ms ({:.0} MB/s), {crc:#x}",
+        took.as_secs_f64() * 1e3,
+        bytes.len() as f64 / 1e6 / took.as_secs_f64()
+    );
+}

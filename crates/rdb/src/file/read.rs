@@ -12,11 +12,11 @@ use crate::crc64::crc64;
 use crate::object::{self, Budget, Refused};
 use crate::{Cursor, Malformed};
 
-/// The least a read asks the input for.
+/// The least a read asks the input for (more if the window has more room:
+/// after a big key, reads are as big as it was).
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The most one read asks for (the window's spare room is zeroed once, when
-/// it grows, so this bounds nothing but a single call).
+/// The most the window grows by for one read.
 const READ_MAX: usize = 8 * 1024 * 1024;
 
 /// What a window may hold beyond twice the budget for one item (its
@@ -86,13 +86,13 @@ impl<R: Read> Reader<R> {
         let header = reader.take_exact::<9>()?;
         let digits = &header[MAGIC.len()..];
         if &header[..MAGIC.len()] != MAGIC || !digits.iter().all(u8::is_ascii_digit) {
-            return Err(reader.error(Problem::NotRdb));
+            return Err(header_error(Problem::NotRdb));
         }
         let version = digits
             .iter()
             .fold(0u16, |v, d| v * 10 + u16::from(d - b'0'));
         if version == 0 || version > MAX_READ_VERSION {
-            return Err(reader.error(Problem::Version(version)));
+            return Err(header_error(Problem::Version(version)));
         }
         reader.crc = crc64(0, &header);
         reader.version = version;
@@ -238,7 +238,7 @@ impl<R: Read> Reader<R> {
                 self.window.resize(held + ask, 0);
             }
             let n = loop {
-                match self.input.read(&mut self.window[held..held + ask]) {
+                match self.input.read(&mut self.window[held..]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(self.error(Problem::Io(e))),
@@ -261,6 +261,11 @@ impl<R: Read> Reader<R> {
             problem: Problem::Truncated,
         }
     }
+}
+
+/// A problem with the file's first bytes, its magic and version.
+fn header_error(problem: Problem) -> LoadError {
+    LoadError { offset: 0, problem }
 }
 
 /// Decodes one step from the front of `bytes`: its item and size.

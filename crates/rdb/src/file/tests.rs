@@ -546,3 +546,20 @@ fn redis_7_2_streams_load() {
         );
     }
 }
+
+#[test]
+fn errors_say_where_and_what() {
+    let err = read_all(&sealed(12, b"")[..], 1 << 20).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "at offset 0: can't handle RDB format version 12"
+    );
+    let mut file = sealed(10, b"");
+    file.truncate(11);
+    assert_eq!(
+        read_all(&file[..], 1 << 20).unwrap_err().to_string(),
+        "at offset 11: unexpected end of file"
+    );
+    let err = read_all(&sealed(10, b"\x09\x01k\x00")[..], 1 << 20).unwrap_err();
+    assert_eq!(err.to_string(), "at offset 9: malformed data");
+}
