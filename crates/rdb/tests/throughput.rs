@@ -105,7 +105,9 @@ fn one_big_key() {
 #[test]
 #[ignore = "a measurement: run it in release"]
 fn crc64_speed() {
-    let bytes: Vec<u8> = (0..256u32 << 20).map(|i| (i.wrapping_mul(7919) >> 3) as u8).collect();
+    let bytes: Vec<u8> = (0..256u32 << 20)
+        .map(|i| (i.wrapping_mul(7919) >> 3) as u8)
+        .collect();
     let started = Instant::now();
     let crc = keel_rdb::crc64::crc64(0, &bytes);
     let took = started.elapsed();
