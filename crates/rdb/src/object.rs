@@ -121,12 +121,18 @@ pub enum Refused {
 /// decoding: a compressed string or a packed encoding can claim far more
 /// than its payload's size, so what each claims is counted against the
 /// budget before it is allocated.
+///
+/// Only the types of RDB 10 are read, as Redis 7.0's RESTORE reads them
+/// (an RDB file of version 11 may hold more: [`crate::file`]).
 pub fn read_object_within(bytes: &[u8], budget: usize) -> Result<(Value, usize), Refused> {
     let mut c = Cursor::new(bytes);
     let mut b = Budget::new(budget);
     let value = c
         .byte()
-        .and_then(|rdb_type| read_value(rdb_type, &mut c, &mut b))
+        .and_then(|rdb_type| match rdb_type {
+            0..=kind::LAST_OF_RDB_10 => read_value(rdb_type, &mut c, &mut b),
+            _ => Err(Malformed),
+        })
         .map_err(|Malformed| b.refusal(&c))?;
     check(&value)?;
     Ok((value, c.pos()))

@@ -4,7 +4,7 @@
 //! `verifyDumpPayload` make and check it.
 
 use crate::crc64::crc64;
-use crate::object::{kind, read_object_within, write_object, Refused};
+use crate::object::{read_object_within, write_object, Refused};
 use crate::{Thresholds, Value};
 
 /// The RDB version Redis 7.0 writes; payloads of later versions are
@@ -64,13 +64,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
 /// [`restore`], allocating at most about `budget` bytes while decoding
 /// (see [`read_object_within`]).
 pub fn restore_within(payload: &[u8], budget: usize) -> Result<Value, PayloadError> {
-    let body = checked_body(payload)?;
-    // Types of RDB 11 come only in payloads of version 11, refused above;
-    // Redis 7.0 does not know them in any payload.
-    if body.first().is_some_and(|&t| t > kind::LAST_OF_RDB_10) {
-        return Err(PayloadError::BadData);
-    }
-    match read_object_within(body, budget) {
+    match read_object_within(checked_body(payload)?, budget) {
         Ok((value, _)) => Ok(value),
         Err(Refused::OverBudget) => Err(PayloadError::OverBudget),
         Err(Refused::Malformed | Refused::Truncated | Refused::Empty) => Err(PayloadError::BadData),
