@@ -43,7 +43,7 @@
 //!   reader reads more and decodes again. Decoding a big key again after
 //!   every read would be quadratic, so for a key the reader first finds its
 //!   end with a scanner that walks lengths only and resumes where it
-//!   stopped ([`scan`]), then decodes it once: linear time whatever the
+//!   stopped (`scan.rs`), then decodes it once: linear time whatever the
 //!   size of reads (a socket gives a few kilobytes at a time). The reader
 //!   reads only when the next item needs more bytes than it holds, so it
 //!   never waits for bytes past the end of the RDB that may not come (a
@@ -55,8 +55,8 @@
 //! - Per-key metadata (expiry, idle time, frequency) comes before the key,
 //!   in Redis's order; the reader hands it over with the key
 //!   ([`KeyMeta`]), and, as Redis, keeps it for the next key if other
-//!   opcodes come between. An empty collection (older Redis versions could write
-//!   one) is skipped, as Redis 7.0 skips it.
+//!   opcodes come between. An empty collection (older Redis versions could
+//!   write one) is skipped, as Redis 7.0 skips it.
 
 mod read;
 mod scan;
