@@ -64,8 +64,6 @@ pub(crate) mod kind {
     }
 }
 
-pub(crate) use kind::{is_object_type, MODULE, MODULE_2};
-
 /// Quicklist node containers in `LIST_QUICKLIST_2`.
 const NODE_PLAIN: u64 = 1;
 const NODE_PACKED: u64 = 2;

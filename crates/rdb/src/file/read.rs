@@ -9,7 +9,7 @@ use super::{
     opcode, Item, KeyMeta, LoadError, Problem, FIRST_VERSION_WITH_CHECKSUM, MAGIC, MAX_READ_VERSION,
 };
 use crate::crc64::crc64;
-use crate::object::{self, Budget, Refused};
+use crate::object::{self, kind, Budget, Refused};
 use crate::{Cursor, Malformed};
 
 /// The least a read asks the input for (more if the window has more room:
@@ -313,7 +313,7 @@ fn step(c: &mut Cursor, b: &mut Budget) -> Result<Step, Failure> {
         }),
         opcode::FUNCTION2 => Step::Item(Item::Functions(object::read_string(c, b)?)),
         opcode::FUNCTION_PRE_GA => return Err(Failure::Problem(Problem::FunctionPreGa)),
-        opcode::MODULE_AUX | object::MODULE | object::MODULE_2 => {
+        opcode::MODULE_AUX | kind::MODULE | kind::MODULE_2 => {
             return Err(Failure::Problem(Problem::Module))
         }
         opcode::SELECTDB => Step::Item(Item::SelectDb(object::read_length(c)?)),
@@ -322,7 +322,7 @@ fn step(c: &mut Cursor, b: &mut Budget) -> Result<Step, Failure> {
             expires: object::read_length(c)?,
         }),
         opcode::EOF => Step::Eof,
-        t if object::is_object_type(t) => {
+        t if kind::is_object_type(t) => {
             let key = object::read_string(c, b)?;
             let value = object::read_value(t, c, b)?;
             match object::check(&value) {

@@ -100,8 +100,8 @@ enum Header {
 
 fn header(c: &mut Cursor) -> Result<Header, Malformed> {
     let rdb_type = c.byte()?;
-    let modules = [object::MODULE, object::MODULE_2];
-    if !object::is_object_type(rdb_type) || modules.contains(&rdb_type) {
+    let modules = [kind::MODULE, kind::MODULE_2];
+    if !kind::is_object_type(rdb_type) || modules.contains(&rdb_type) {
         return Err(Malformed);
     }
     skip_string(c)?;
