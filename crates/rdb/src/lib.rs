@@ -1,12 +1,13 @@
-//! keel-rdb: Redis's RDB object serialization, bytes in, values out.
+//! keel-rdb: Redis's RDB serialization, bytes in, values out.
 //!
 //! One job: turn a value into the bytes Redis 7.0 writes for it in RDB,
 //! and any such bytes (from Redis 7.0, the older encodings it still loads,
-//! or Redis 7.2's) back into a value; and the same for whole RDB files. The value is this crate's own plain
-//! [`Value`], not the keyspace's: the server converts between the two, so
-//! this crate knows nothing of how keel stores things.
+//! or Redis 7.2's) back into a value; the same for whole RDB files. The
+//! value is this crate's own plain [`Value`], not the keyspace's: the
+//! server converts between the two, so this crate knows nothing of how
+//! keel stores things.
 //!
-//! - [`file`]: a whole RDB file, streamed: its header, AUX fields,
+//! - [`file`](mod@file): a whole RDB file, streamed: its header, AUX fields,
 //!   function libraries, databases, keys with their expiry and LRU/LFU
 //!   metadata, and checksum ([`Writer`], [`Reader`]);
 //! - [`object`]: an RDB object, its type byte and body ([`read_object`],

@@ -19,7 +19,8 @@
 //! more, as Redis does with `rdbcompression yes` (its default).
 //!
 //! Reading accepts every form Redis 7.0 loads, modules excepted (keel has
-//! none); streams are in [`crate::stream`].
+//! none), and Redis 7.2's two new ones (RDB 11): listpack sets and streams
+//! with consumers' active times; streams are in [`crate::stream`].
 
 use std::collections::HashSet;
 
@@ -31,7 +32,7 @@ use crate::stream;
 use crate::{parse_canonical_i64, Cursor, Malformed, Pairs, Thresholds, Value};
 
 /// RDB object types (`RDB_TYPE_*`).
-mod kind {
+pub(crate) mod kind {
     pub const STRING: u8 = 0;
     pub const LIST: u8 = 1;
     pub const SET: u8 = 2;
@@ -50,17 +51,18 @@ mod kind {
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// The last type of RDB 10 (Redis 7.0).
+    pub const LAST_OF_RDB_10: u8 = STREAM_LISTPACKS_2;
     pub const MODULE: u8 = 6;
     pub const MODULE_2: u8 = 7;
 
     /// Whether `t` is an object type byte of RDB 11 (what Redis 7.2's
     /// `rdbIsObjectType` accepts), modules included.
     pub fn is_object_type(t: u8) -> bool {
-        t <= 7 || (9..=SET_LISTPACK).contains(&t)
+        t <= 7 || (9..=STREAM_LISTPACKS_3).contains(&t)
     }
 }
-
-pub(crate) use kind::{is_object_type, MODULE, MODULE_2};
 
 /// Quicklist node containers in `LIST_QUICKLIST_2`.
 const NODE_PLAIN: u64 = 1;
@@ -88,10 +90,10 @@ const INT_ENCODE_MAX_LEN: usize = 11;
 const COMPRESS_ABOVE: usize = 20;
 
 /// String encodings after a `11` length prefix.
-const ENC_INT8: u8 = 0;
-const ENC_INT16: u8 = 1;
-const ENC_INT32: u8 = 2;
-const ENC_LZF: u8 = 3;
+pub(crate) const ENC_INT8: u8 = 0;
+pub(crate) const ENC_INT16: u8 = 1;
+pub(crate) const ENC_INT32: u8 = 2;
+pub(crate) const ENC_LZF: u8 = 3;
 
 /// Reads one object (type byte and body) from the start of `bytes`;
 /// returns it with the number of bytes it took.
@@ -117,12 +119,18 @@ pub enum Refused {
 /// decoding: a compressed string or a packed encoding can claim far more
 /// than its payload's size, so what each claims is counted against the
 /// budget before it is allocated.
+///
+/// Only the types of RDB 10 are read, as Redis 7.0's RESTORE reads them
+/// (an RDB file of version 11 may hold more: [`crate::file`]).
 pub fn read_object_within(bytes: &[u8], budget: usize) -> Result<(Value, usize), Refused> {
     let mut c = Cursor::new(bytes);
     let mut b = Budget::new(budget);
     let value = c
         .byte()
-        .and_then(|rdb_type| read_value(rdb_type, &mut c, &mut b))
+        .and_then(|rdb_type| match rdb_type {
+            0..=kind::LAST_OF_RDB_10 => read_value(rdb_type, &mut c, &mut b),
+            _ => Err(Malformed),
+        })
         .map_err(|Malformed| b.refusal(&c))?;
     check(&value)?;
     Ok((value, c.pos()))
@@ -267,9 +275,13 @@ pub(crate) fn read_value(rdb_type: u8, c: &mut Cursor, b: &mut Budget) -> Result
             }
             Value::List(elements)
         }
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
-            let v2 = rdb_type == kind::STREAM_LISTPACKS_2;
-            Value::Stream(Box::new(stream::read(&mut Reader { c, b }, v2)?))
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            let layout = match rdb_type {
+                kind::STREAM_LISTPACKS => stream::Layout::V1,
+                kind::STREAM_LISTPACKS_2 => stream::Layout::V2,
+                _ => stream::Layout::V3,
+            };
+            Value::Stream(Box::new(stream::read(&mut Reader { c, b }, layout)?))
         }
         _ => return Err(Malformed),
     };
@@ -346,7 +358,7 @@ fn read_text_score(c: &mut Cursor) -> Result<f64, Malformed> {
 }
 
 /// A length, or the special encoding of a string (`Err(encoding)`).
-fn read_length_or_encoding(c: &mut Cursor) -> Result<Result<u64, u8>, Malformed> {
+pub(crate) fn read_length_or_encoding(c: &mut Cursor) -> Result<Result<u64, u8>, Malformed> {
     let first = c.byte()?;
     Ok(match first >> 6 {
         0 => Ok((first & 0x3f) as u64),

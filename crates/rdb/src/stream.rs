@@ -264,8 +264,19 @@ fn read_time(src: &mut impl Source) -> Result<i64, Malformed> {
     Ok(i64::from_le_bytes(raw))
 }
 
-/// Reads a stream body; `v2` for `RDB_TYPE_STREAM_LISTPACKS_2`.
-pub(crate) fn read(src: &mut impl Source, v2: bool) -> Result<Stream, Malformed> {
+/// The layout of a stream body: `RDB_TYPE_STREAM_LISTPACKS` (1), `_2`
+/// (Redis 7.0: first and max deleted IDs, entries added and read) or `_3`
+/// (Redis 7.2: consumers' active time too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Layout {
+    V1,
+    V2,
+    V3,
+}
+
+/// Reads a stream body of `layout`.
+pub(crate) fn read(src: &mut impl Source, layout: Layout) -> Result<Stream, Malformed> {
+    let v2 = layout >= Layout::V2;
     let mut s = Stream::default();
     let node_count = src.count(2)?;
     for _ in 0..node_count {
@@ -345,6 +356,10 @@ pub(crate) fn read(src: &mut impl Source, v2: bool) -> Result<Stream, Malformed>
         for _ in 0..consumer_count {
             let consumer = src.string()?;
             let seen_time = read_time(src)?;
+            if layout == Layout::V3 {
+                // Redis 7.2's active time: keel's consumers (7.0's) have none.
+                read_time(src)?;
+            }
             if consumers.iter().any(|(c, _)| *c == consumer) {
                 return Err(Malformed);
             }

@@ -30,30 +30,36 @@
 //!
 //! - Writing produces version 10, what Redis 7.0 writes, with 7.0's
 //!   encodings ([`crate::object`]), so a Redis 7.0 (and any later one) loads
-//!   it. Reading accepts versions 1 to 11 (Redis 7.2 writes 11, whose only
-//!   new form is a listpack set); later versions are refused, as Redis
-//!   refuses a file newer than itself.
+//!   it. Reading accepts versions 1 to 11 (Redis 7.2 writes 11, whose new
+//!   forms are listpack sets and streams with their consumers' active
+//!   time, which keel drops); later versions are refused, as Redis refuses
+//!   a file newer than itself.
 //! - Streaming both ways: files run to gigabytes. The writer fills a small
 //!   buffer and hands it to the output in large writes, folding it into the
-//!   CRC as it goes. The reader keeps a window of the input: it decodes the
-//!   next item from the bytes it holds; when the object decoder reports it
-//!   ran out of bytes (a truncated object, told apart from a malformed one),
-//!   it reads more and tries again. A retry decodes the item from its
-//!   start, so the window grows to at least twice what the last try held
-//!   whenever that is what it takes: an item that spans many reads is
-//!   decoded a logarithmic number of times, amortized linear time. It
-//!   retries sooner on a short read (a socket with nothing more yet), so it
-//!   never waits for bytes past the end of the RDB that may never come.
+//!   CRC as it goes (a single value is encoded whole in memory first). The
+//!   reader keeps a window of the input and decodes the next item from the
+//!   bytes it holds; when the object decoder reports it ran out of bytes (a
+//!   truncated object, told apart from a malformed one by the cursor), the
+//!   reader reads more and decodes again. Decoding a big key again after
+//!   every read would be quadratic, so for a key the reader first finds its
+//!   end with a scanner that walks lengths only and resumes where it
+//!   stopped (`scan.rs`), then decodes it once: linear time whatever the
+//!   size of reads (a socket gives a few kilobytes at a time). The reader
+//!   reads only when the next item needs more bytes than it holds, so it
+//!   never waits for bytes past the end of the RDB that may not come (a
+//!   replication stream); what a read returned past the end is handed back
+//!   by [`Reader::into_inner`].
 //! - Memory is bounded: each key's decoding may allocate at most the budget
 //!   the caller gives, and one item may not need a window larger than twice
 //!   that budget (plus a megabyte), or it is refused as over budget.
 //! - Per-key metadata (expiry, idle time, frequency) comes before the key,
 //!   in Redis's order; the reader hands it over with the key
 //!   ([`KeyMeta`]), and, as Redis, keeps it for the next key if other
-//!   opcodes come between. An empty collection (older Redis versions could write
-//!   one) is skipped, as Redis 7.0 skips it.
+//!   opcodes come between. An empty collection (older Redis versions could
+//!   write one) is skipped, as Redis 7.0 skips it.
 
 mod read;
+mod scan;
 mod write;
 
 pub use read::Reader;

@@ -1,20 +1,22 @@
 //! Reading an RDB file through a window of its bytes (see the module
-//! comment of [`super`] for how the window grows).
+//! comment of [`super`] for how the window grows, and [`super::scan`] for
+//! how a key cut by the window's end is completed).
 
 use std::io::{self, Read};
 
+use super::scan::{self, Stopped};
 use super::{
     opcode, Item, KeyMeta, LoadError, Problem, FIRST_VERSION_WITH_CHECKSUM, MAGIC, MAX_READ_VERSION,
 };
 use crate::crc64::crc64;
-use crate::object::{self, Budget, Refused};
+use crate::object::{self, kind, Budget, Refused};
 use crate::{Cursor, Malformed};
 
-/// The least a read asks the input for.
-const READ_CHUNK: usize = 256 * 1024;
+/// The least a read asks the input for (more if the window has more room:
+/// after a big key, reads are as big as it was).
+const READ_CHUNK: usize = 64 * 1024;
 
-/// The most one read asks for (the window's spare room is zeroed once, when
-/// it grows, so this bounds nothing but a single call).
+/// The most the window grows by for one read.
 const READ_MAX: usize = 8 * 1024 * 1024;
 
 /// What a window may hold beyond twice the budget for one item (its
@@ -84,13 +86,13 @@ impl<R: Read> Reader<R> {
         let header = reader.take_exact::<9>()?;
         let digits = &header[MAGIC.len()..];
         if &header[..MAGIC.len()] != MAGIC || !digits.iter().all(u8::is_ascii_digit) {
-            return Err(reader.error(Problem::NotRdb));
+            return Err(header_error(Problem::NotRdb));
         }
         let version = digits
             .iter()
             .fold(0u16, |v, d| v * 10 + u16::from(d - b'0'));
         if version == 0 || version > MAX_READ_VERSION {
-            return Err(reader.error(Problem::Version(version)));
+            return Err(header_error(Problem::Version(version)));
         }
         reader.crc = crc64(0, &header);
         reader.version = version;
@@ -108,7 +110,9 @@ impl<R: Read> Reader<R> {
     }
 
     /// The next item; after [`Item::End`] (the checksum checked), `End`
-    /// again.
+    /// again. Not an `Iterator`: every item can fail, and the end is an
+    /// item that carries a verdict (the checksum).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Item, LoadError> {
         if self.ended {
             return Ok(Item::End);
@@ -134,7 +138,7 @@ impl<R: Read> Reader<R> {
                         }
                     }
                 }
-                Err(Stop::Short { wanted }) => self.fill(wanted)?,
+                Err(Stop::Short { wanted }) => self.complete(wanted)?,
                 Err(Stop::Bad(problem)) => return Err(self.error(problem)),
             }
         }
@@ -189,10 +193,32 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// The decoder needs `wanted` bytes to go on: for a key, reads until
+    /// the scanner finds all of it in the window, so that it is decoded
+    /// once more only; otherwise (or if the scanner and the decoder
+    /// disagree on malformed bytes) reads what the decoder wanted.
+    fn complete(&mut self, wanted: usize) -> Result<(), LoadError> {
+        let mut resume = None;
+        let mut filled = false;
+        loop {
+            match scan::key_length(&self.window[self.start..self.end], resume) {
+                Ok(_) if filled => return Ok(()),
+                Ok(_) | Err(Stopped::NotScannable) => return self.fill(wanted),
+                Err(Stopped::Short {
+                    wanted: more,
+                    resume: at,
+                }) => {
+                    self.fill(more)?;
+                    resume = at;
+                    filled = true;
+                }
+            }
+        }
+    }
+
     /// Reads until the window holds at least `wanted` unconsumed bytes,
-    /// and, so that a retried item is decoded a logarithmic number of
-    /// times, twice what it held, unless a short read says the input has
-    /// nothing more for now.
+    /// and no more reads than that takes: past the end of the RDB, the
+    /// input may have nothing for a while.
     fn fill(&mut self, wanted: usize) -> Result<(), LoadError> {
         let mut held = self.end - self.start;
         if self.input_ended {
@@ -201,17 +227,18 @@ impl<R: Read> Reader<R> {
         if wanted > self.max_window {
             return Err(self.error(Problem::OverBudget));
         }
-        let target = wanted.max(held.saturating_mul(2)).min(self.max_window);
-        self.window.copy_within(self.start..self.end, 0);
-        self.start = 0;
-        self.end = held;
-        loop {
-            let ask = (target - held).clamp(READ_CHUNK, READ_MAX);
+        if self.start > 0 {
+            self.window.copy_within(self.start..self.end, 0);
+            self.start = 0;
+            self.end = held;
+        }
+        while held < wanted {
+            let ask = (wanted - held).clamp(READ_CHUNK, READ_MAX);
             if self.window.len() < held + ask {
                 self.window.resize(held + ask, 0);
             }
             let n = loop {
-                match self.input.read(&mut self.window[held..held + ask]) {
+                match self.input.read(&mut self.window[held..]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(self.error(Problem::Io(e))),
@@ -221,16 +248,10 @@ impl<R: Read> Reader<R> {
             self.end = held;
             if n == 0 {
                 self.input_ended = true;
-                return if held >= wanted {
-                    Ok(())
-                } else {
-                    Err(self.truncated())
-                };
-            }
-            if held >= wanted && (held >= target || n < ask) {
-                return Ok(());
+                return Err(self.truncated());
             }
         }
+        Ok(())
     }
 
     /// The input ended before the file: where it ended.
@@ -240,6 +261,11 @@ impl<R: Read> Reader<R> {
             problem: Problem::Truncated,
         }
     }
+}
+
+/// A problem with the file's first bytes, its magic and version.
+fn header_error(problem: Problem) -> LoadError {
+    LoadError { offset: 0, problem }
 }
 
 /// Decodes one step from the front of `bytes`: its item and size.
@@ -287,7 +313,7 @@ fn step(c: &mut Cursor, b: &mut Budget) -> Result<Step, Failure> {
         }),
         opcode::FUNCTION2 => Step::Item(Item::Functions(object::read_string(c, b)?)),
         opcode::FUNCTION_PRE_GA => return Err(Failure::Problem(Problem::FunctionPreGa)),
-        opcode::MODULE_AUX | object::MODULE | object::MODULE_2 => {
+        opcode::MODULE_AUX | kind::MODULE | kind::MODULE_2 => {
             return Err(Failure::Problem(Problem::Module))
         }
         opcode::SELECTDB => Step::Item(Item::SelectDb(object::read_length(c)?)),
@@ -296,7 +322,7 @@ fn step(c: &mut Cursor, b: &mut Budget) -> Result<Step, Failure> {
             expires: object::read_length(c)?,
         }),
         opcode::EOF => Step::Eof,
-        t if object::is_object_type(t) => {
+        t if kind::is_object_type(t) => {
             let key = object::read_string(c, b)?;
             let value = object::read_value(t, c, b)?;
             match object::check(&value) {

@@ -153,6 +153,8 @@ impl<W: Write> Writer<W> {
         self.out.write_all(&self.buf)?;
         self.flushed += self.buf.len() as u64;
         self.buf.clear();
+        // A big value grew the buffer: give that memory back.
+        self.buf.shrink_to(FLUSH_AT * 2);
         Ok(())
     }
 }
