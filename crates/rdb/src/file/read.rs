@@ -41,6 +41,8 @@ pub struct Reader<R: Read> {
     /// Metadata read for the next key.
     pending: KeyMeta,
     ended: bool,
+    /// Whether the trailer is checked (see [`Reader::ignore_checksum`]).
+    check_crc: bool,
 }
 
 /// One step of decoding: an item for the caller, or something the reader
@@ -76,6 +78,7 @@ impl<R: Read> Reader<R> {
             end: 0,
             consumed: 0,
             input_ended: false,
+            check_crc: true,
             crc: 0,
             version: 0,
             budget,
@@ -144,6 +147,12 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// Reads the CRC-64 trailer without checking it, as Redis does with
+    /// `rdbchecksum no`.
+    pub fn ignore_checksum(&mut self) {
+        self.check_crc = false;
+    }
+
     /// The input, and the bytes read from it past the end of the file
     /// (past what was consumed, if the file was not read to its end).
     pub fn into_inner(self) -> (R, Vec<u8>) {
@@ -159,7 +168,7 @@ impl<R: Read> Reader<R> {
         }
         let computed = self.crc;
         let stored = u64::from_le_bytes(self.take_exact::<8>()?);
-        if stored != 0 && stored != computed {
+        if self.check_crc && stored != 0 && stored != computed {
             return Err(LoadError {
                 offset: self.consumed - 8,
                 problem: Problem::Checksum { stored, computed },

@@ -145,6 +145,9 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
         usize::try_from(left).unwrap_or(usize::MAX)
     });
     let mut reader = Reader::new(file, budget).map_err(|e| e.to_string())?;
+    if !super::Settings::of(&server.config.read()).checksum {
+        reader.ignore_checksum();
+    }
     let limits = store.encodings.limits();
     let evicted_before = store.evicted_keys();
     let mut report = Report::default();

@@ -357,7 +357,10 @@ async fn apply_stream(
     let mut decoder = RequestDecoder::default();
     // The primary's arguments are bounded as a client's are: a bogus
     // length ends the link instead of growing the buffer without end.
-    let max_bulk_len = server.hot.proto_max_bulk_len.load(std::sync::atomic::Ordering::Relaxed);
+    let max_bulk_len = server
+        .hot
+        .proto_max_bulk_len
+        .load(std::sync::atomic::Ordering::Relaxed);
     let limits = Limits {
         max_bulk_len: usize::try_from(max_bulk_len).unwrap_or(usize::MAX),
         authenticated: true,
@@ -480,7 +483,10 @@ mod tests {
         let mut conn = fed(sent, 13).await;
         let path = temp_path("sized");
         let header = format!("${}", body.len());
-        assert_eq!(receive_payload(&mut conn, &header, &path).await, Ok(body.len() as u64));
+        assert_eq!(
+            receive_payload(&mut conn, &header, &path).await,
+            Ok(body.len() as u64)
+        );
         assert_eq!(std::fs::read(&path).unwrap(), body);
 
         let mut conn = fed(body[..100].to_vec(), 13).await;
