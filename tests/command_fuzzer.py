@@ -385,6 +385,7 @@ ARGUMENT_SYNTAX = {
     "pubsub|help": "",
     "quit": "",
     "randomkey": "",
+    "role": "",
     "replconf": "(LISTENING-PORT port:integer | CAPA capability:string | RDB-ONLY flag:integer)",
     "rename": "key newkey:key",
     "copy": "source:key destination:key [DB destination-db:integer] [REPLACE]",
@@ -472,7 +473,7 @@ BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items()
 
 # Commands keel has that the fuzzer never sends (the reasons are in the docstring).
 # A pause, a monitor or CLIENT REPLY OFF would stop the fuzzer's replies.
-EXCLUDED = {"shutdown", "save", "bgsave", "sync", "psync", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
+EXCLUDED = {"shutdown", "save", "bgsave", "sync", "psync", "replicaof", "slaveof", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
             "ssubscribe", "sunsubscribe", "client|kill", "config|rewrite", "client|pause",
             "monitor", "migrate"}
 RARE = {"flushall": 0.05, "flushdb": 0.05, "pfselftest": 0.01}

@@ -267,7 +267,6 @@ def test_save_with_no_value_on_the_command_line_is_empty(start_server):
 @pytest.mark.keel_differs(reason="keel refuses directives it would silently not honour")
 @pytest.mark.parametrize("line,needle", [
     ("rename-command CONFIG \"\"", "rename-command"),
-    ("replicaof 10.0.0.1 6379", "replication"),
     ("unixsocket /tmp/keel.sock", "Unix socket"),
     ("cluster-enabled yes", "cluster"),
     ("tls-port 6380", "TLS"),
