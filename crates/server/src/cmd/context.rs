@@ -197,6 +197,9 @@ impl From<String> for Error {
 
 /// Redis's common error replies, spelled once.
 pub mod errors {
+    /// A replica whose link is down, with `replica-serve-stale-data no`.
+    pub const MASTERDOWN: &str =
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
     /// A client's write to a read-only replica.
     pub const READONLY: &str = "READONLY You can't write against a read only replica.";
     /// A command Redis does not run while the dataset loads.

@@ -68,6 +68,8 @@ pub struct Replication {
     target: tokio::sync::watch::Sender<(u64, Option<Primary>)>,
     /// Whether this server is a replica, for the write path.
     replica: AtomicBool,
+    /// Whether the link applies the primary's stream, for the read path.
+    link_up: AtomicBool,
     link: Mutex<Link>,
     /// The replication id of the data, and the one before it (after a
     /// promotion or a primary's change of history).
@@ -104,6 +106,7 @@ impl Replication {
         Replication {
             target: tokio::sync::watch::channel((0, None)).0,
             replica: AtomicBool::new(false),
+            link_up: AtomicBool::new(false),
             link: Mutex::new(Link {
                 state: LinkState::Connect,
                 last_io: 0,
@@ -121,6 +124,17 @@ impl Replication {
         self.replica.load(Ordering::Relaxed)
     }
 
+    /// Whether commands that read data are refused: a replica whose link
+    /// is not up, with `replica-serve-stale-data no`. One atomic load on a
+    /// primary.
+    pub fn serves_no_stale_data(&self, config: &parking_lot::RwLock<crate::config::Config>) -> bool {
+        if !self.is_replica() || self.link_up.load(Ordering::Relaxed) {
+            return false;
+        }
+        let config = config.read();
+        crate::config::directive("replica-serve-stale-data").is_some_and(|d| (d.get)(&config) == "no")
+    }
+
     /// REPLICAOF host port: follows `primary` (a new link, unless it is the
     /// one followed already: false then). `None`: REPLICAOF NO ONE, this
     /// server becomes a primary, its data a history of its own.
@@ -134,6 +148,7 @@ impl Replication {
             ids.1 = std::mem::replace(&mut ids.0, new_replid());
         }
         self.replica.store(primary.is_some(), Ordering::Relaxed);
+        self.link_up.store(false, Ordering::Relaxed);
         *self.link.lock() = Link {
             state: LinkState::Connect,
             last_io: 0,
@@ -159,6 +174,8 @@ impl Replication {
         let mut link = self.link.lock();
         let now = crate::server::unix_ms() / 1000;
         link.state = state;
+        self.link_up
+            .store(state == LinkState::Connected, Ordering::Relaxed);
         match state {
             LinkState::Connected => link.down_since = None,
             _ => {
