@@ -311,6 +311,12 @@ impl<'a> Ctx<'a> {
     /// command again (see `dispatch::call`), except inside EXEC, whose locks stay
     /// held, so there the OOM stands.
     pub fn reserve(&mut self, bytes: usize) -> Result<(), Error> {
+        // A replica applies its primary's writes whatever its own
+        // `maxmemory` (Redis's `replica-ignore-maxmemory yes`): the primary
+        // bounds the dataset, and a refused write would part the two.
+        if self.client.is_primary_link {
+            return Ok(());
+        }
         let claimed = bytes.min(self.room_made);
         self.room_made -= claimed;
         let bytes = bytes - claimed;
@@ -326,7 +332,7 @@ impl<'a> Ctx<'a> {
     /// whole is reserved; [`Ctx::release_building`] ends it once the value
     /// is built, just before it is stored (and reserved) whole.
     pub fn reserve_building(&mut self, bytes: usize) -> Result<(), Error> {
-        if self.room.try_grow(bytes) {
+        if self.client.is_primary_link || self.room.try_grow(bytes) {
             return Ok(());
         }
         self.room_needed = Some(bytes);

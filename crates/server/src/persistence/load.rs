@@ -6,7 +6,8 @@
 //! first makes room for itself under `maxmemory` as a write would
 //! ([`Room::grow_evicting`]): the policy evicts what it chooses, and where
 //! it may not evict (`noeviction`), the key is not loaded. The log and INFO
-//! say how many keys went either way.
+//! say how many keys went either way. A replica loads everything: its
+//! primary bounds the data.
 
 use std::fs::File;
 use std::path::Path;
@@ -141,9 +142,14 @@ pub fn load_file(server: &Server, path: &Path, into: LoadInto) -> Result<Report,
 
 fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report, String> {
     let store = &server.store;
-    let budget = server.room_left().map_or(usize::MAX, |left| {
-        usize::try_from(left).unwrap_or(usize::MAX)
-    });
+    // What one key may take to decode: the room left under `maxmemory` (a
+    // few KB of compressed or packed bytes can claim gigabytes), except on
+    // a replica, which takes its primary's keys whatever their size.
+    let replica = server.replication.is_replica();
+    let budget = match server.room_left() {
+        Some(left) if !replica => usize::try_from(left).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
     let mut reader = Reader::new(file, budget).map_err(|e| e.to_string())?;
     if !super::Settings::of(&server.config.read()).checksum {
         reader.ignore_checksum();
@@ -201,7 +207,9 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
                 let mut room = Room::empty(server);
                 let bytes =
                     key.len() + value.heap_bytes() + ENTRY_OVERHEAD + store.largest_table_growth();
-                if !room.grow_evicting(now_ms, bytes) {
+                // A replica loads its primary's data whole, as Redis's
+                // `replica-ignore-maxmemory` has it (see `crate::replication`).
+                if !replica && !room.grow_evicting(now_ms, bytes) {
                     report.dropped += 1;
                     continue;
                 }
