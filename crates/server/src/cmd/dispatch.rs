@@ -292,7 +292,10 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     if server.lacks_replicas() && command_or_queued(table, ctx.client, spec, args, writes) {
         return reject(ctx, Some(id), errors::NOREPLICAS.into());
     }
-    if !from_primary && !spec.has_flag("stale") && server.replication.serves_no_stale_data(&server.config) {
+    if !from_primary
+        && !spec.has_flag("stale")
+        && server.replication.serves_no_stale_data(&server.config)
+    {
         return reject(ctx, Some(id), errors::MASTERDOWN.into());
     }
     if server.persistence.loading.active() && !spec.has_flag("loading") {

@@ -25,8 +25,8 @@ use crate::{notice, warning};
 /// What a load did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// The replication id and offset the file was saved at.
-    pub replication: Option<(String, u64)>,
+    /// The replication history the file was saved at.
+    pub replication: Option<crate::replication::History>,
     /// Keys put in the keyspace.
     pub loaded: u64,
     /// Keys skipped because their TTL had passed.
@@ -75,8 +75,8 @@ pub fn load_at_startup(server: &Arc<Server>) -> std::io::Result<()> {
                     );
                     // A replica continues the history the file was saved
                     // at, so its first PSYNC can be a partial one.
-                    if let Some((replid, offset)) = report.replication {
-                        loader.replication.resume_history(replid, offset);
+                    if let Some(history) = report.replication {
+                        loader.replication.resume_history(history);
                     }
                 }
                 Err(e) => {
@@ -159,7 +159,7 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
     let mut report = Report::default();
     let mut libraries: Vec<Bytes> = Vec::new();
     let mut db = 0;
-    let (mut replid, mut repl_offset) = (None, None);
+    let (mut replid, mut repl_offset, mut stream_db) = (None, None, 0);
     let mut last_log = Instant::now();
     loop {
         let offset = reader.offset();
@@ -181,6 +181,7 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
                     b"redis-ver" => notice!("Loading RDB produced by version {value}"),
                     b"repl-id" => replid = Some(value),
                     b"repl-offset" => repl_offset = value.parse().ok(),
+                    b"repl-stream-db" => stream_db = value.parse().unwrap_or(0),
                     _ => {}
                 }
             }
@@ -237,7 +238,14 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
     {
         warning!("Function libraries in the RDB file not loaded: {e}");
     }
-    report.replication = replid.zip(repl_offset);
+    report.replication =
+        replid
+            .zip(repl_offset)
+            .map(|(replid, offset)| crate::replication::History {
+                replid,
+                offset,
+                stream_db,
+            });
     report.evicted = store.evicted_keys() - evicted_before;
     report.loaded -= report.evicted.min(report.loaded);
     Ok(report)

@@ -177,7 +177,7 @@ impl<'a> KeyMetaOf<'a> {
 /// id and offset let a replica restarted from the file continue with a
 /// partial resync, as Redis 7's do.
 fn aux_fields(server: &Server) -> Vec<(&'static str, String)> {
-    let replication = server.replication.status();
+    let history = server.replication.history_now();
     vec![
         (
             "redis-ver",
@@ -186,9 +186,9 @@ fn aux_fields(server: &Server) -> Vec<(&'static str, String)> {
         ("redis-bits", "64".into()),
         ("ctime", (unix_ms() / 1000).to_string()),
         ("used-mem", crate::memory::sample().allocated.to_string()),
-        ("repl-stream-db", "0".into()),
-        ("repl-id", replication.replid),
-        ("repl-offset", replication.offset.to_string()),
+        ("repl-stream-db", history.stream_db.to_string()),
+        ("repl-id", history.replid),
+        ("repl-offset", history.offset.to_string()),
         ("aof-base", "0".into()),
     ]
 }

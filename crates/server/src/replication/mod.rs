@@ -76,6 +76,8 @@ pub struct Replication {
     ids: Mutex<(String, String)>,
     /// How far into the primary's stream the data is (bytes applied).
     offset: AtomicU64,
+    /// The database the stream had selected when it stopped.
+    stream_db: std::sync::atomic::AtomicUsize,
     /// Full and partial resynchronisations this replica did.
     pub full_syncs: AtomicU64,
     pub partial_syncs: AtomicU64,
@@ -89,6 +91,16 @@ pub struct Link {
     pub last_io: u64,
     /// When the link went down (Unix seconds), while it is.
     pub down_since: Option<u64>,
+}
+
+/// A point in a replication history: the id, the offset, and the database
+/// the stream had selected there (RDB's `repl-id`, `repl-offset`,
+/// `repl-stream-db`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct History {
+    pub replid: String,
+    pub offset: u64,
+    pub stream_db: usize,
 }
 
 /// What INFO replication and ROLE show.
@@ -114,6 +126,7 @@ impl Replication {
             }),
             ids: Mutex::new((replid, "0".repeat(40))),
             offset: AtomicU64::new(0),
+            stream_db: std::sync::atomic::AtomicUsize::new(0),
             full_syncs: AtomicU64::new(0),
             partial_syncs: AtomicU64::new(0),
         }
@@ -127,12 +140,16 @@ impl Replication {
     /// Whether commands that read data are refused: a replica whose link
     /// is not up, with `replica-serve-stale-data no`. One atomic load on a
     /// primary.
-    pub fn serves_no_stale_data(&self, config: &parking_lot::RwLock<crate::config::Config>) -> bool {
+    pub fn serves_no_stale_data(
+        &self,
+        config: &parking_lot::RwLock<crate::config::Config>,
+    ) -> bool {
         if !self.is_replica() || self.link_up.load(Ordering::Relaxed) {
             return false;
         }
         let config = config.read();
-        crate::config::directive("replica-serve-stale-data").is_some_and(|d| (d.get)(&config) == "no")
+        crate::config::directive("replica-serve-stale-data")
+            .is_some_and(|d| (d.get)(&config) == "no")
     }
 
     /// REPLICAOF host port: follows `primary` (a new link, unless it is the
@@ -195,10 +212,20 @@ impl Replication {
         (replid, self.offset.load(Ordering::Relaxed) + 1)
     }
 
-    /// At start-up, from the RDB file: the data is `replid`'s history at
-    /// `offset` (a replica restarted asks to continue from there).
-    pub fn resume_history(&self, replid: String, offset: u64) {
-        self.reset_history(replid, offset);
+    /// At start-up, from the RDB file: the data is at this point of its
+    /// history (a replica restarted asks to continue from there).
+    pub fn resume_history(&self, history: History) {
+        self.reset_history(history.replid, history.offset);
+        self.stream_db.store(history.stream_db, Ordering::Relaxed);
+    }
+
+    /// Where the data is in its history, for the RDB file.
+    pub fn history_now(&self) -> History {
+        History {
+            replid: self.ids.lock().0.clone(),
+            offset: self.offset.load(Ordering::Relaxed),
+            stream_db: self.stream_db.load(Ordering::Relaxed),
+        }
     }
 
     /// After a full synchronisation: the data is the primary's `replid` at
@@ -206,6 +233,7 @@ impl Replication {
     fn reset_history(&self, replid: String, offset: u64) {
         *self.ids.lock() = (replid, "0".repeat(40));
         self.offset.store(offset, Ordering::Relaxed);
+        self.stream_db.store(0, Ordering::Relaxed);
     }
 
     /// A primary that continued under a new id (after its own failover):

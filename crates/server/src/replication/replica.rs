@@ -354,6 +354,11 @@ async fn apply_stream(
     let replication = &server.replication;
     let mut client = Client::new(handle.clone(), true);
     client.is_primary_link = true;
+    // The stream goes on in the database it had selected (a partial resync
+    // does not select it again), as Redis's cached primary client keeps it.
+    client.db = replication
+        .stream_db
+        .load(std::sync::atomic::Ordering::Relaxed);
     let mut decoder = RequestDecoder::default();
     // The primary's arguments are bounded as a client's are: a bogus
     // length ends the link instead of growing the buffer without end.
@@ -386,6 +391,9 @@ async fn apply_stream(
                 .await?;
             } else {
                 apply(server, &mut client, &args, &mut out).await;
+                replication
+                    .stream_db
+                    .store(client.db, std::sync::atomic::Ordering::Relaxed);
             }
             replication.advance(consumed);
         }
@@ -412,13 +420,21 @@ async fn send_ack(conn: &mut Conn, offset: u64) -> Result<(), String> {
 
 /// Runs one command of the stream; replies are dropped, as Redis drops a
 /// replica's replies to its primary. A script job (FUNCTION LOAD) runs on
-/// the script thread and is waited for.
+/// the script thread and is waited for; a command that reaches the shards
+/// of a script running here (a client's EVAL_RO) runs once it is done.
 async fn apply(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
-    cmd::execute(server, client, args, out);
-    out.clear();
-    if let Some(AfterReply::Script(job)) = client.after_reply.take() {
-        if let Some(mut waiting) = crate::scripting::submit(server, job) {
-            waiting.reply().await;
+    loop {
+        cmd::execute(server, client, args, out);
+        out.clear();
+        match client.after_reply.take() {
+            Some(AfterReply::Script(job)) => {
+                if let Some(mut waiting) = crate::scripting::submit(server, job) {
+                    waiting.reply().await;
+                }
+                return;
+            }
+            Some(AfterReply::WaitForScript) => server.scripting.gate.wait(unix_ms).await,
+            _ => return,
         }
     }
 }
