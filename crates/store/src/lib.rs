@@ -48,8 +48,9 @@ pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
-    drop_unlocked, Db, DbMemory, DbSize, DbStats, FreeHook, Held, KeyEvent, KeyEventHook, Lookup,
-    MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant, WriteShard, SHARDS_PER_DB,
+    drop_unlocked, holds_a_lock, Db, DbMemory, DbSize, DbStats, FreeHook, Held, KeyEvent,
+    KeyEventHook, Lookup, MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant, WriteShard,
+    SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};

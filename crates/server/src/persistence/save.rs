@@ -252,11 +252,20 @@ fn write_file(
 /// SHUTDOWN's save, DEBUG RELOAD's, FLUSHALL's: saves on the calling
 /// thread, once a background save running is done, and records the result
 /// as a save.
+/// Refused on a thread that holds shard locks (FLUSHALL or DEBUG RELOAD
+/// inside EXEC or a script): the instant takes every lock, and would wait
+/// for its own.
 pub fn save_now(server: &Server) -> Result<(), SaveError> {
+    if keel_store::holds_a_lock() {
+        let refusal = "A save can't start inside a transaction or a script".to_string();
+        warning!("{refusal}");
+        return Err(refusal);
+    }
     save_with(server, server.persistence.wait_for_snapshot())
 }
 
-/// SAVE: saves on the calling thread and records the result as a save.
+/// SAVE (never inside MULTI or a script): saves on the calling thread and
+/// records the result as a save.
 pub fn save_with(server: &Server, claim: super::SnapshotClaim) -> Result<(), SaveError> {
     let settings = Settings::of(&server.config.read());
     let dirty_before = server.persistence.dirty();

@@ -146,8 +146,9 @@ thread_local! {
 }
 
 /// Whether this thread holds a shard lock: a guard it took, or a
-/// transaction's shards.
-fn holds_a_lock() -> bool {
+/// transaction's shards. What must take every lock (a snapshot's instant)
+/// checks it first: those locks are not reentrant.
+pub fn holds_a_lock() -> bool {
     TAKEN.get() > 0 || HOLDING.with_borrow(Option::is_some)
 }
 

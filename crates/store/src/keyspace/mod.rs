@@ -41,7 +41,7 @@ mod snapshot;
 use counts::ShardCounts;
 pub use db::{Db, DbMemory, DbStats};
 pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteShard};
-pub use locking::{drop_unlocked, Held, ShardSet, ShardsLocked};
+pub use locking::{drop_unlocked, holds_a_lock, Held, ShardSet, ShardsLocked};
 pub use snapshot::DbSize;
 
 /// Shards per database. A power of two well above the core count, so two

@@ -62,7 +62,7 @@ fn flush(ctx: &mut Ctx, args: &[Bytes], all: bool) -> Result<(), Error> {
     let save_points = !Settings::of(&ctx.server.config.read())
         .save_points
         .is_empty();
-    if all && save_points && !ctx.client.tx.executing {
+    if all && save_points {
         // The log says why a save failed; FLUSHALL itself succeeded.
         let _ = save_now(ctx.server);
     }
