@@ -1291,3 +1291,22 @@ def test_loading_never_goes_over_maxmemory(launch, tmp_path):
         peak_bound = 2 * MAXMEMORY + int(memory["used_memory_startup"])
         assert int(memory["used_memory_peak"]) <= peak_bound, (memory["used_memory_peak"], peak_bound)
         assert 0 < c.call("DBSIZE") < MAXMEMORY_KEYS
+
+
+def test_saves_asked_for_inside_a_transaction_or_a_script_never_hang(launch, tmp_path, server_kind):
+    """FLUSHALL with save points set and DEBUG RELOAD save first; inside EXEC or a script, whose
+    shards are held, keel skips that save (a snapshot's instant takes every shard) where Redis,
+    single-threaded, saves. Either way the server answers and keeps serving."""
+    srv = launch(tmp_path, config={"save": "3600 1"})
+    with srv.conn() as c:
+        assert c.call("SET", "k", "v") == OK
+        replies = c.pipeline([("MULTI",), ("SET", "a", "1"), ("FLUSHALL",), ("DEBUG", "RELOAD"),
+                              ("EXEC",)])
+        executed = replies[-1]
+        assert executed[:2] == [OK, OK]
+        reload_reply = OK if server_kind == "redis" else Err("ERR")
+        assert executed[2] == reload_reply
+        assert c.call("EVAL", "return redis.call('flushall')", "0") == OK
+        assert c.call("PING") == PONG
+        assert c.call("SET", "after", "1") == OK
+        assert c.call("GET", "after") == b"1"
