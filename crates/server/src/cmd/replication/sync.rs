@@ -5,8 +5,11 @@
 //! primary with no backlog to continue from does.
 //!
 //! This is what `redis-cli --rdb` uses. The command stream that would
-//! follow for a replica is not served: the connection closes once the
-//! payload is sent, as Redis closes it for an `rdb-only` peer.
+//! follow for a replica is not served yet: the connection closes once the
+//! payload is sent, as Redis closes it for an `rdb-only` peer. A replica
+//! (a peer that announced its `listening-port`, and not `rdb-only`) is
+//! refused instead: it would take a snapshot, lose the link, and come back
+//! for another every second.
 
 use bytes::Bytes;
 
@@ -41,18 +44,26 @@ pub const PSYNC: Spec = Spec {
 };
 
 fn psync(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
-    let line = format!("FULLRESYNC {} 0", ctx.server.run_id);
+    refuse_replicas(ctx)?;
+    let line = format!("FULLRESYNC {} 0", ctx.server.replication.status().replid);
     ctx.w().simple(&line);
     full_sync(ctx)
 }
 
 fn full_sync(ctx: &mut Ctx) -> Result<(), Error> {
-    if !ctx.client.replica_handshake.rdb_only {
-        crate::notice!(
-            "Replica {} asks for a full synchronisation: keel sends the snapshot and closes, it does not stream commands yet",
+    refuse_replicas(ctx)?;
+    ctx.client.after_reply = Some(AfterReply::SendSnapshot);
+    Ok(())
+}
+
+fn refuse_replicas(ctx: &Ctx) -> Result<(), Error> {
+    let handshake = &ctx.client.replica_handshake;
+    if handshake.listening_port.is_some() && !handshake.rdb_only {
+        crate::warning!(
+            "Replica {} refused: keel does not stream commands to replicas yet",
             ctx.client.handle.addr
         );
+        return Err("ERR keel does not stream commands to replicas yet: a replica can't follow it (REPLCONF rdb-only 1 gets a snapshot)".into());
     }
-    ctx.client.after_reply = Some(AfterReply::SendSnapshot);
     Ok(())
 }
