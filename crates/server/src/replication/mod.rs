@@ -20,7 +20,8 @@
 //! dataset follows the primary's exactly.
 //!
 //! Not yet: keel as a primary streaming to replicas (SYNC sends a snapshot
-//! and closes; see `cmd/replication/sync.rs`).
+//! and closes, and a replica is refused; see `cmd/replication/sync.rs` and
+//! `docs/replication.md`).
 
 pub mod replica;
 
