@@ -215,17 +215,18 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
                     continue;
                 }
                 let keyspace = store.db(db, now_ms);
-                let mut shard = keyspace.write(&key);
-                if shard.peek(&key).is_some() && into != LoadInto::Merge {
+                let (idle, freq) = (meta.idle_seconds, meta.lfu_freq);
+                let replaced = keyspace.write(&key).insert_restored(
+                    &key,
+                    value,
+                    meta.expire_at_ms,
+                    idle,
+                    freq,
+                );
+                if replaced.is_some() && into != LoadInto::Merge {
                     return Err(format!(
                         "at offset {offset}: duplicate key in database {db}"
                     ));
-                }
-                shard.insert(&key, value, meta.expire_at_ms);
-                if let Some(entry) = shard.peek(&key) {
-                    let clock = store.clock();
-                    let idle = meta.idle_seconds;
-                    (entry.access()).restore(&store.access, clock, idle, meta.lfu_freq);
                 }
                 report.loaded += 1;
             }

@@ -151,6 +151,23 @@ impl<'a> WriteShard<'a> {
         self.insert_entry(Entry::new(key, value, expire_at_ms, access))
     }
 
+    /// [`WriteShard::insert`] of a key with the history RESTORE or an RDB
+    /// file gives it: its idle time or LFU counter (see
+    /// [`Access::restore`]).
+    pub fn insert_restored(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        expire_at_ms: Option<u64>,
+        idle_seconds: Option<u64>,
+        lfu_counter: Option<u8>,
+    ) -> Option<Entry> {
+        let clock = self.store.clock();
+        let access = Access::new(&self.store.access, clock);
+        access.restore(&self.store.access, clock, idle_seconds, lfu_counter);
+        self.insert_entry(Entry::new(key, value, expire_at_ms, access))
+    }
+
     /// Inserts `entry`, reporting a key that did not exist as new (under
     /// this lock, so nobody sees the report before the key).
     fn insert_entry(&mut self, entry: Entry) -> Option<Entry> {

@@ -123,16 +123,14 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     if let Some(old) = shard.remove(key) {
         crate::lazyfree::free(old);
     }
-    shard.insert(key, value, deadline.map(|at| at as u64));
-    let store = &ctx.server.store;
-    if let Some(entry) = shard.peek(key) {
-        entry.access().restore(
-            &store.access,
-            store.clock(),
-            options.idle_seconds,
-            options.frequency,
-        );
-    }
+    let deadline = deadline.map(|at| at as u64);
+    shard.insert_restored(
+        key,
+        value,
+        deadline,
+        options.idle_seconds,
+        options.frequency,
+    );
     drop(shard);
     ctx.notify(Events::GENERIC, "restore", key);
     ctx.w().ok();
