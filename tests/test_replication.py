@@ -39,9 +39,9 @@ def start_primary(launch, tmp_path, diskless="yes", config=None):
                                                 "repl-diskless-sync-delay": "0", **(config or {})})
 
 
-def start_replica(launch, tmp_path, config=None, name="replica"):
+def start_replica(launch, tmp_path, config=None):
     """The server under test with its own folder (not yet a replica unless `config` says so)."""
-    folder = tmp_path / name
+    folder = tmp_path / "replica"
     folder.mkdir(exist_ok=True)
     return launch(folder, config=config)
 
@@ -163,7 +163,8 @@ class WriteLoad(threading.Thread):
             ("SET", f"load:s:{n}", f"v{i}"), ("INCR", "load:counter"),
             ("EXPIRE", f"load:s:{n}", 1000 + n), ("HSET", "load:h", f"f{n}", i),
             ("LPUSH", "load:l", i), ("LTRIM", "load:l", 0, 499),
-            ("DEL", f"load:s:{(n + 500) % 1000}"), ("SET", f"bulk:{(i * 7919) % 100_000}", f"new-{i}"),
+            ("DEL", f"load:s:{(n + 500) % 1000}"),
+            ("SET", f"bulk:{(i * 7919) % 100_000}", f"new-{i}"),
             ("ZADD", "load:z", i, f"m{n}"), ("SADD", "load:set", n, n + 1), ("SPOP", "load:set"),
             ("MULTI",), ("INCR", "load:tx"), ("SET", f"load:tx:{n}", i),
             ("HINCRBY", "h:small", "n", 1), ("EXEC",),
@@ -190,6 +191,32 @@ class WriteLoad(threading.Thread):
         assert not self.is_alive(), "the write load did not stop"
         if self.error is not None:
             raise self.error
+
+
+# ---- arguments -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("REPLICAOF", "127.0.0.1", "abc"), ("REPLICAOF", "127.0.0.1", "70000"),
+    ("REPLICAOF", "127.0.0.1", "-1"), ("SLAVEOF", "127.0.0.1", "1.5"), ("REPLICAOF", "no", "two"),
+])
+def test_replicaof_refuses_a_bad_port(c, args):
+    assert c.call(*args) == Err("ERR Invalid master port")
+    assert c.call("ROLE")[0] == b"master"
+
+
+def test_replication_commands_arity_and_role_of_a_primary(c):
+    assert c.call("REPLICAOF", "127.0.0.1") == Err(
+        "ERR wrong number of arguments for 'replicaof' command")
+    assert c.call("SLAVEOF", "a", "b", "c") == Err(
+        "ERR wrong number of arguments for 'slaveof' command")
+    assert c.call("ROLE", "x") == Err("ERR wrong number of arguments for 'role' command")
+    assert c.call("REPLICAOF", "NO", "ONE") == OK
+    role = c.call("ROLE")
+    assert role[0] == b"master" and isinstance(role[1], int) and role[2] == [], role
+    fields = replication(c)
+    assert (fields["role"], fields["connected_slaves"]) == ("master", "0")
+    assert re.fullmatch(r"[0-9a-f]{40}", fields["master_replid"]), fields
 
 
 # ---- full synchronisation ---------------------------------------------------------------------
@@ -295,7 +322,7 @@ def test_partial_resync_after_the_link_is_killed(launch, tmp_path):
         assert r.call("GET", "after-second-kill") == b"yes"
 
 
-# ---- promotion and following again ----------------------------------------------------------------
+# ---- promotion and following again ------------------------------------------------------------
 
 
 def test_replicaof_no_one_promotes_and_following_again_resyncs(launch, tmp_path):
@@ -385,13 +412,16 @@ def test_a_replica_never_expires_keys_itself(launch, tmp_path):
 
 
 def test_a_replica_does_not_evict_over_maxmemory(launch, tmp_path):
-    """maxmemory is the primary's to enforce: a replica holding more keeps every key."""
+    """maxmemory is the primary's to enforce: a replica holding more keeps every key, from the
+    snapshot as from the stream."""
     primary = start_primary(launch, tmp_path)
     pipe(primary.port, [("SET", f"big:{i}", "x" * 500) for i in range(10_000)])
     replica = start_replica(launch, tmp_path, config={"maxmemory": "2mb",
                                                       "maxmemory-policy": "allkeys-lru"})
     follow(replica, primary)
     wait_in_sync(primary, replica)
+    with replica.conn() as r:
+        assert r.call("DBSIZE") == 10_000, "keys dropped loading the primary's snapshot"
     pipe(primary.port, [("SET", f"more:{i}", "y" * 500) for i in range(2000)])
     wait_in_sync(primary, replica)
     with replica.conn() as r:
@@ -513,8 +543,17 @@ def test_replicaof_directive_at_start_up(launch, tmp_path, where):
     assert_same_data(primary, replica)
     with replica.conn() as r:
         assert r.call("ROLE")[:4] == [b"slave", b"127.0.0.1", primary.port, b"connected"]
-        assert 0 <= int(replication(r)["master_last_io_seconds_ago"]) <= 10
         assert r.call("SET", "x", "1") == READONLY
+
+
+def test_info_right_after_a_sync(launch, tmp_path):
+    """Once synced the link has just heard from the primary: master_last_io_seconds_ago counts
+    from then (Redis shows -1 only without a primary connection)."""
+    primary, replica = synced_pair(launch, tmp_path)
+    with replica.conn() as r:
+        fields = replication(r)
+        assert (fields["master_link_status"], fields["master_sync_in_progress"]) == ("up", "0")
+        assert 0 <= int(fields["master_last_io_seconds_ago"]) <= 10, fields
 
 
 # ---- a broken primary -----------------------------------------------------------------------
@@ -541,9 +580,9 @@ def small_rdb(tmp_path_factory):
 class FakePrimary:
     """A socket server playing a primary: it answers the handshake (PING, AUTH, REPLCONF), then
     on the first connection answers PSYNC with +FULLRESYNC and whatever `after_fullresync`
-    sends, then hangs up if it returns "close", else waits for the replica to. Later connections get no answer to PSYNC
-    (the replica waits in its handshake), so the data a test reads stays put. `connections`
-    holds each connection's commands."""
+    sends, then hangs up if it returns "close", else waits for the replica to. Later
+    connections get no answer to PSYNC (the replica waits in its handshake), so the data a test
+    reads stays put. `connections` holds each connection's commands."""
 
     def __init__(self, after_fullresync):
         self.after_fullresync = after_fullresync
@@ -662,6 +701,8 @@ BAD_PRIMARIES = {
 
 CLOSING = {"closed-mid-sized-payload", "closed-mid-eof-payload"}
 
+KEEL_LINK = r"Replication link with MASTER 127\.0\.0\.1:\d+: "
+
 # What each server logs about it (keel's messages are its own).
 BAD_PRIMARY_LOGS = {
     "redis": {
@@ -672,18 +713,19 @@ BAD_PRIMARY_LOGS = {
         "garbage-stream": r"Protocol error .* from client: .*flags=M",
     },
     "keel": {
-        "garbage-header": r"Replication link with MASTER 127\.0\.0\.1:\d+: bad payload header",
-        "garbage-payload": r"Replication link with MASTER 127\.0\.0\.1:\d+: .*",
-        "closed-mid-sized-payload": r"Replication link with MASTER 127\.0\.0\.1:\d+: the primary closed the connection",
-        "closed-mid-eof-payload": r"Replication link with MASTER 127\.0\.0\.1:\d+: the primary closed the connection",
-        "garbage-stream": r"Replication link with MASTER 127\.0\.0\.1:\d+: protocol error from the primary",
+        "garbage-header": KEEL_LINK + r"bad payload header",
+        "garbage-payload": KEEL_LINK + r".*not an RDB file",
+        "closed-mid-sized-payload": KEEL_LINK + r"the primary closed the connection",
+        "closed-mid-eof-payload": KEEL_LINK + r"the primary closed the connection",
+        "garbage-stream": KEEL_LINK + r"protocol error from the primary",
     },
 }
 
 
 def own_data(replica):
     """Data the replica holds before it follows anyone."""
-    pipe(replica.port, [("SET", f"own:{i}", i) for i in range(100)] + [("RPUSH", "own:list", "a", "b")])
+    pipe(replica.port, [("SET", f"own:{i}", i) for i in range(100)]
+         + [("RPUSH", "own:list", "a", "b")])
     with replica.conn() as r:
         return keyspace_snapshot(r)
 
@@ -722,8 +764,8 @@ def test_a_bad_primary_is_logged_and_retried(launch, tmp_path, small_rdb, server
                 assert r.call("GET", "from-the-stream") == b"applied"
                 # the retry starts over (Redis: a primary that broke the protocol is not
                 # continued) or continues after what was applied
-                assert fake.psyncs()[1] in ([b"PSYNC", b"?", b"-1"], [b"PSYNC", REPLID.encode(),
-                                                                       str(len(STREAM) + 1).encode()])
+                continued = [b"PSYNC", REPLID.encode(), str(len(STREAM) + 1).encode()]
+                assert fake.psyncs()[1] in ([b"PSYNC", b"?", b"-1"], continued), fake.psyncs()
             elif case == "garbage-payload":
                 # Redis empties the data before it loads the (bad) file
                 after = keyspace_snapshot(r)
@@ -788,7 +830,8 @@ def test_getack_is_answered_at_once_with_the_offset_applied(launch, tmp_path, sm
         return "close"
 
     def answers():
-        return [[offset for when, offset in acks if sent <= when < sent + 0.3][:1] for sent in asked]
+        return [[offset for when, offset in acks if sent <= when < sent + 0.3][:1]
+                for sent in asked]
     fake = FakePrimary(stream_and_ask)
     try:
         replica = start_replica(launch, tmp_path)
@@ -796,7 +839,8 @@ def test_getack_is_answered_at_once_with_the_offset_applied(launch, tmp_path, sm
             assert r.call("REPLICAOF", "127.0.0.1", fake.port) == OK
             wait_for(lambda: r.call("GET", "from-the-stream") == b"applied", 20, "the stream")
             assert r.call("DBSIZE") == 2001
-        wait_for(lambda: len(asked) == 3 and time.monotonic() > asked[-1] + 0.3, 10, "three GETACKs")
+        wait_for(lambda: len(asked) == 3 and time.monotonic() > asked[-1] + 0.3, 10,
+                 "three GETACKs")
     finally:
         fake.close()
     assert answers() == [[len(STREAM) + k * len(getack)] for k in range(3)], (asked, acks)
