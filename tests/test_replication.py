@@ -322,6 +322,28 @@ def test_partial_resync_after_the_link_is_killed(launch, tmp_path):
         assert r.call("GET", "after-second-kill") == b"yes"
 
 
+def test_a_link_down_longer_than_the_backlog_resyncs_in_full(launch, tmp_path):
+    """The link is killed and kept down (the primary wants a password the replica does not
+    have) while the primary writes more than its 16 kB backlog holds: when the password goes,
+    the replica's PSYNC cannot be continued (sync_partial_err), a full resync replaces its
+    data, and the keyspaces are equal."""
+    primary, replica = synced_pair(launch, tmp_path, bulk=5000)
+    with primary.conn() as p:
+        assert p.call("CONFIG", "SET", "repl-backlog-size", "16384") == OK
+        assert p.call("CONFIG", "SET", "requirepass", PASSWORD) == OK
+    full, partial, refused = sync_stats(primary, PASSWORD)
+    with replica.conn() as r:
+        assert r.call("CLIENT", "KILL", "TYPE", "master") == 1
+    with connect(primary, PASSWORD) as p:
+        assert p.pipeline([("SET", f"while-down:{i}", "x" * 1000) for i in range(100)]) == [OK] * 100
+        assert p.call("DEL", "bulk:1", "s:raw") == 2
+        wait_for(lambda: replication(p)["connected_slaves"] == "0", 10, "the link to go")
+        assert p.call("CONFIG", "SET", "requirepass", "") == OK
+    wait_in_sync(primary, replica)
+    assert sync_stats(primary) == (full + 1, partial, refused + 1)
+    assert_same_data(primary, replica)
+
+
 # ---- promotion and following again ------------------------------------------------------------
 
 
@@ -844,3 +866,36 @@ def test_getack_is_answered_at_once_with_the_offset_applied(launch, tmp_path, sm
     finally:
         fake.close()
     assert answers() == [[len(STREAM) + k * len(getack)] for k in range(3)], (asked, acks)
+
+
+def test_the_old_data_is_served_while_the_payload_arrives(launch, tmp_path, small_rdb):
+    """While the payload is on its way (half sent, the rest held back) the replica is in sync
+    (INFO master_sync_in_progress:1, ROLE state `sync`) and serves its old data; once the rest
+    arrives the payload replaces it and the stream after it applies."""
+    payload = sized(small_rdb)
+    resume = threading.Event()
+
+    def send_in_two(sock):
+        sock.sendall(payload[:len(payload) // 2])
+        resume.wait(30)
+        sock.sendall(payload[len(payload) // 2:] + STREAM)
+    fake = FakePrimary(send_in_two)
+    try:
+        replica = start_replica(launch, tmp_path)
+        before = own_data(replica)
+        with replica.conn() as r:
+            assert r.call("REPLICAOF", "127.0.0.1", fake.port) == OK
+            wait_for(lambda: replication(r)["master_sync_in_progress"] == "1", 10, "the transfer")
+            assert r.call("ROLE")[:4] == [b"slave", b"127.0.0.1", fake.port, b"sync"]
+            assert replication(r)["master_link_status"] == "down"
+            assert_same_keyspace(before, keyspace_snapshot(r))
+            resume.set()
+            wait_for(lambda: r.call("GET", "from-the-stream") == b"applied", 20, "the stream")
+            assert r.call("DBSIZE") == 2001
+            assert r.call("GET", "own:1") is None
+            fields = replication(r)
+            assert (fields["master_sync_in_progress"], fields["master_link_status"]) == ("0", "up")
+            assert r.call("ROLE")[3:] == [b"connected", len(STREAM)]
+    finally:
+        resume.set()
+        fake.close()
