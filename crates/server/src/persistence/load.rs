@@ -126,18 +126,26 @@ pub fn load_file(server: &Server, path: &Path, into: LoadInto) -> Result<Report,
     let loading = &server.persistence.loading;
     loading.begin(unix_ms() / 1000, size);
     if into == LoadInto::Empty {
-        for db in 0..server.store.databases() {
-            let old = server.store.db(db, unix_ms()).flush();
-            crate::lazyfree::free_flushed(old, None);
-        }
+        flush_all(server);
     }
     let result = load(server, file, size, into)
         .map_err(|e| format!("Short read or corrupt RDB file {} {e}", path.display()));
+    if result.is_err() && into == LoadInto::Empty {
+        // Nothing half-loaded is served: what the file put in goes again.
+        flush_all(server);
+    }
     loading.end();
     if let Ok(report) = &result {
         server.persistence.loaded(report.clone());
     }
     result
+}
+
+fn flush_all(server: &Server) {
+    for db in 0..server.store.databases() {
+        let old = server.store.db(db, unix_ms()).flush();
+        crate::lazyfree::free_flushed(old, None);
+    }
 }
 
 fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report, String> {

@@ -193,6 +193,7 @@ async fn link(server: &Server, primary: &Primary) -> Result<(), String> {
         _ => return Err(format!("unexpected reply to PSYNC: {reply}")),
     }
     replication.set_state(LinkState::Connected);
+    replication.note_io();
     notice!("MASTER <-> REPLICA sync: Finished with success");
     let handle = server.clients.register(peer, local, unix_ms());
     handle
@@ -372,15 +373,20 @@ async fn apply_stream(
     };
     let mut out = BytesMut::new();
     let mut ack = tokio::time::interval(ACK_EVERY);
+    // Bytes of the command being decoded: the decoder takes a command cut
+    // by a read in parts, and the offset counts it whole once it is applied.
+    let mut command_bytes = 0u64;
     loop {
         loop {
             let before = conn.buf.len();
-            let args = match decoder.next(&mut conn.buf, &limits) {
+            let decoded = decoder.next(&mut conn.buf, &limits);
+            command_bytes += (before - conn.buf.len()) as u64;
+            let args = match decoded {
                 Ok(Some(args)) => args,
                 Ok(None) => break,
                 Err(e) => return Err(format!("protocol error from the primary: {e}")),
             };
-            let consumed = (before - conn.buf.len()) as u64;
+            let consumed = std::mem::take(&mut command_bytes);
             if is_getack(&args) {
                 send_ack(
                     conn,
