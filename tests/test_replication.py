@@ -21,7 +21,8 @@ import pytest
 
 from support import OK, PONG, Err, RespConn, ServerProcess, Status, encode_command, free_port, info
 from test_persistence import (assert_same_keyspace, fill_bulk, fill_every_type, key_count,
-                              keyspace_snapshot, launch, pipe, wait_for)  # noqa: F401 (fixture)
+                              keyspace_snapshot, launch, pipe, shutdown,
+                              wait_for)  # noqa: F401 (fixture)
 
 READONLY = Err("READONLY You can't write against a read only replica.")
 ALREADY = Status("OK Already connected to specified master")
@@ -320,6 +321,30 @@ def test_partial_resync_after_the_link_is_killed(launch, tmp_path):
     assert sync_stats(primary) == (1, 2, refused)
     with replica.conn() as r:
         assert r.call("GET", "after-second-kill") == b"yes"
+
+
+def test_a_replica_restarted_from_its_file_resumes_with_a_partial_resync(launch, tmp_path):
+    """A replica saved at shutdown comes back from its file with the replication id, the offset
+    and the database the stream had selected (RDB's repl-id, repl-offset, repl-stream-db), and
+    continues with a partial resync, as Redis 7's does: the writes made while it was down arrive,
+    in the database the stream had selected before (no SELECT is sent again)."""
+    primary, replica = synced_pair(launch, tmp_path)
+    with primary.conn() as p:
+        assert p.call("SELECT", "3") == OK
+        assert p.call("SET", "in-db3", "before") == OK
+    wait_in_sync(primary, replica)
+    full, partial, refused = sync_stats(primary)
+    shutdown(replica, "SAVE")
+    with primary.conn() as p:
+        assert p.call("SELECT", "3") == OK
+        assert p.call("SET", "while-down", "yes") == OK
+    restarted = start_replica(launch, tmp_path, config={"replicaof": f"127.0.0.1 {primary.port}"})
+    wait_in_sync(primary, restarted)
+    assert sync_stats(primary) == (full, partial + 1, refused)
+    with restarted.conn() as r:
+        assert r.call("SELECT", "3") == OK
+        assert r.call("MGET", "in-db3", "while-down") == [b"before", b"yes"]
+    assert_same_data(primary, restarted)
 
 
 def test_a_link_down_longer_than_the_backlog_resyncs_in_full(launch, tmp_path):
