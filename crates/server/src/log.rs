@@ -1,9 +1,9 @@
 //! Logging to stderr or the `logfile`, in Redis's line format
-//! (`pid:M 23 Nov 2026 10:00:00.123 * message`) so log scrapers written for
+//! (`pid:M 23 Nov 2026 10:00:00.123 * message`, `S` on a replica) so log scrapers written for
 //! Redis keep working.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use parking_lot::Mutex;
 
@@ -45,6 +45,15 @@ impl Level {
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
+/// Whether lines carry a replica's role letter (`S`) rather than a
+/// primary's (`M`), as Redis's do.
+static REPLICA: AtomicBool = AtomicBool::new(false);
+
+/// Marks the lines that follow as a replica's, or a primary's.
+pub fn set_replica(replica: bool) {
+    REPLICA.store(replica, Ordering::Relaxed);
+}
+
 /// Sets the minimum level written.
 pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);
@@ -76,8 +85,13 @@ pub fn write(level: Level, message: std::fmt::Arguments) {
     if !enabled(level) {
         return;
     }
+    let role = if REPLICA.load(Ordering::Relaxed) {
+        'S'
+    } else {
+        'M'
+    };
     let line = format!(
-        "{}:M {} {} {}\n",
+        "{}:{role} {} {} {}\n",
         std::process::id(),
         timestamp(std::time::SystemTime::now()),
         level.symbol(),

@@ -255,6 +255,7 @@ impl Replication {
 /// held while a replica. False if `primary` is followed already.
 pub fn follow(server: &crate::server::Server, primary: Option<Primary>) -> bool {
     server.store.hold_expiry(primary.is_some());
+    crate::log::set_replica(primary.is_some());
     server.replication.follow(primary)
 }
 
