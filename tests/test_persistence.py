@@ -1024,6 +1024,22 @@ def test_sync_and_psync_send_a_file_redis_server_loads(launch, tmp_path, handsha
     other = launch(fetched, kind="redis")
     with other.conn() as c:
         assert_same_keyspace(before, keyspace_snapshot(c))
+    with srv.conn() as c:
+        stats = info(c, "stats")
+    assert (stats["sync_full"], stats["sync_partial_ok"], stats["sync_partial_err"]) == ("1", "0", "0")
+
+
+def test_psync_asking_to_continue_gets_a_full_resync_counted_as_a_partial_error(launch, tmp_path):
+    """PSYNC with an id the server cannot continue (here: no backlog of that history) is
+    answered with FULLRESYNC and counted in `sync_partial_err` as well as `sync_full`."""
+    srv = launch(tmp_path)
+    with srv.conn(timeout=60) as c:
+        c.send("PSYNC", "0" * 40, "1")
+        full_resync, _ = _read_transfer(c, True)
+    assert full_resync.startswith(b"+FULLRESYNC ")
+    with srv.conn() as c:
+        stats = info(c, "stats")
+    assert (stats["sync_full"], stats["sync_partial_ok"], stats["sync_partial_err"]) == ("1", "0", "1")
 
 
 # What Redis 6 wrote and 7.0 still reads: (type byte, value payload, command reading it, reply).

@@ -79,9 +79,11 @@ pub struct Replication {
     offset: AtomicU64,
     /// The database the stream had selected when it stopped.
     stream_db: std::sync::atomic::AtomicUsize,
-    /// Full and partial resynchronisations this replica did.
-    pub full_syncs: AtomicU64,
-    pub partial_syncs: AtomicU64,
+    /// Full synchronisations served (SYNC, PSYNC), INFO's `sync_full`.
+    pub syncs_served: AtomicU64,
+    /// PSYNCs that asked to continue and got a full synchronisation
+    /// instead, INFO's `sync_partial_err` (keel keeps no backlog yet).
+    pub partial_syncs_refused: AtomicU64,
 }
 
 /// What the link is doing.
@@ -128,8 +130,8 @@ impl Replication {
             ids: Mutex::new((replid, "0".repeat(40))),
             offset: AtomicU64::new(0),
             stream_db: std::sync::atomic::AtomicUsize::new(0),
-            full_syncs: AtomicU64::new(0),
-            partial_syncs: AtomicU64::new(0),
+            syncs_served: AtomicU64::new(0),
+            partial_syncs_refused: AtomicU64::new(0),
         }
     }
 

@@ -177,18 +177,12 @@ async fn link(server: &Server, primary: &Primary) -> Result<(), String> {
             replication.set_state(LinkState::Sync);
             receive_snapshot(server, &mut conn).await?;
             replication.reset_history(replid.to_string(), offset);
-            replication
-                .full_syncs
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         ["+CONTINUE", rest @ ..] => {
             if let [new_id] = rest {
                 replication.continue_as(new_id.to_string());
             }
             notice!("Successful partial resynchronization with master.");
-            replication
-                .partial_syncs
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         _ => return Err(format!("unexpected reply to PSYNC: {reply}")),
     }

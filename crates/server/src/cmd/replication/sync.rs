@@ -11,6 +11,8 @@
 //! refused instead: it would take a snapshot, lose the link, and come back
 //! for another every second.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 
 use crate::client::AfterReply;
@@ -43,8 +45,12 @@ pub const PSYNC: Spec = Spec {
     ..BASE
 };
 
-fn psync(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
+fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     refuse_replicas(ctx)?;
+    if &args[1][..] != b"?" {
+        let refused = &ctx.server.replication.partial_syncs_refused;
+        refused.fetch_add(1, Ordering::Relaxed);
+    }
     let line = format!("FULLRESYNC {} 0", ctx.server.replication.status().replid);
     ctx.w().simple(&line);
     full_sync(ctx)
@@ -52,6 +58,8 @@ fn psync(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
 
 fn full_sync(ctx: &mut Ctx) -> Result<(), Error> {
     refuse_replicas(ctx)?;
+    let served = &ctx.server.replication.syncs_served;
+    served.fetch_add(1, Ordering::Relaxed);
     ctx.client.after_reply = Some(AfterReply::SendSnapshot);
     Ok(())
 }

@@ -314,6 +314,14 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("total_net_input_bytes", t.net_input_bytes.to_string());
             put("total_net_output_bytes", t.net_output_bytes.to_string());
             put("rejected_connections", t.rejected_connections.to_string());
+            let r = &server.replication;
+            put(
+                "sync_full",
+                r.syncs_served.load(Ordering::Relaxed).to_string(),
+            );
+            put("sync_partial_ok", "0".into());
+            let refused = r.partial_syncs_refused.load(Ordering::Relaxed);
+            put("sync_partial_err", refused.to_string());
             put("expired_keys", server.store.expired_keys().to_string());
             let dataset = server.store.dataset_bytes().max(1) as f64;
             let stale = server.store.stale_bytes() as f64;
