@@ -48,3 +48,28 @@ in_scratch_dir() {
   cd "$root/bench/results/tmp"
   exec "$bin" "$@"
 }
+
+# Writes to $2 a keel-bench scenario that only prefills keys 0..$1 with 32-byte
+# values: the hot set the snapshot and replication benches load and write,
+# beside DEBUG POPULATE's keys (whose names keel-bench cannot address).
+write_hot_prefill() {
+  cat >"$2" <<TOML
+[load]
+duration = 1
+connections = 1
+[workload]
+keyspace = $1
+value = 32
+[[workload.mix]]
+cmd = "get"
+weight = 1
+[prefill]
+keys = $1
+value = 32
+connections = 4
+pipeline = 256
+TOML
+}
+
+# Prints its arguments and appends them to $out.txt (the run's record).
+record() { echo "$*" | tee -a "$out.txt"; }

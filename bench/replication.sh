@@ -323,24 +323,8 @@ load() {
     --duration "$load_secs" --csv "$out-$2.csv" --summary "$out-$2-summary.txt" --quiet >/dev/null
 }
 
-cat >"$scratch/hot-prefill.toml" <<EOF
-[load]
-duration = 1
-connections = 1
-[workload]
-keyspace = $hot
-value = 32
-[[workload.mix]]
-cmd = "get"
-weight = 1
-[prefill]
-keys = $hot
-value = 32
-connections = 4
-pipeline = 256
-EOF
+write_hot_prefill "$hot" "$scratch/hot-prefill.toml"
 
-record() { echo "$*" | tee -a "$out.txt"; }
 record "# replication bench $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
 record "keys=$keys hot=$hot rate=$rate load_secs=$load_secs keel=$keel $(redis-server --version)"
 

@@ -497,3 +497,16 @@ def info(conn, *sections) -> dict:
 def info_fields(value: str) -> dict:
     """Parse `keys=1,expires=0,avg_ttl=0` into a dict."""
     return dict(kv.split("=", 1) for kv in value.split(","))
+
+
+def wait_for(predicate, timeout=30.0, what="condition"):
+    """Polls `predicate` until it returns a true value, and returns that value; fails the test
+    if `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)

@@ -9,12 +9,12 @@ and keel deliberately does better, the test is marked `keel_differs`.
 
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from support import OK, PONG, Err, RespConn, encode_command, info, pipeline_big_sets_concurrently
+from support import (OK, PONG, Err, RespConn, encode_command, info, pipeline_big_sets_concurrently,
+                     wait_for)
 
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
@@ -26,14 +26,6 @@ def rss_bytes(srv) -> int:
     status = Path(f"/proc/{srv.proc.pid}/status").read_text()
     line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
     return int(line.split()[1]) * 1024
-
-
-def wait_for(condition, timeout=30.0):
-    """Polls `condition` until it holds; fails the test if it never does."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition never held"
-        time.sleep(0.05)
 
 
 def assert_closed(conn: RespConn):

@@ -24,7 +24,7 @@ import time
 import pytest
 
 from support import (OK, PONG, ConnectionClosed, Err, RespConn, ServerProcess, Status, config_dict,
-                     encode_command, info)
+                     encode_command, info, wait_for)
 from test_dump import crc64, rdb_string, ziplist
 
 LOADING = Err("LOADING Redis is loading the dataset in memory")
@@ -139,18 +139,6 @@ def shutdown(srv, *args):
 
 def persistence(conn) -> dict:
     return info(conn, "persistence")
-
-
-def wait_for(predicate, timeout=15.0, what="condition"):
-    """Poll `predicate` until it returns a true value; that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 def wait_bgsave_done(conn, timeout=60.0) -> dict:

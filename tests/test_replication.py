@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-from support import OK, PONG, Err, RespConn, ServerProcess, Status, encode_command, free_port, info
+from support import (OK, PONG, Err, RespConn, ServerProcess, Status, encode_command, free_port, info,
+                     wait_for)
 from test_persistence import (assert_same_keyspace, fill_bulk, fill_every_type, key_count,
-                              keyspace_snapshot, launch, pipe, shutdown,
-                              wait_for)  # noqa: F401 (fixture)
+                              keyspace_snapshot, launch, pipe, shutdown)  # noqa: F401 (fixture)
 
 READONLY = Err("READONLY You can't write against a read only replica.")
 ALREADY = Status("OK Already connected to specified master")

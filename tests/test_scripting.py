@@ -19,7 +19,7 @@ import time
 import pytest
 from redis.exceptions import LockNotOwnedError
 
-from support import OK, PONG, ConnectionClosed, Err, Status, info
+from support import OK, PONG, ConnectionClosed, Err, Status, info, wait_for
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 BUSY_SCRIPT = Err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
@@ -43,18 +43,6 @@ def raw(conn, *command) -> bytes:
     """The reply's bytes as the server sent them."""
     conn.send(*command)
     return conn.read_raw()
-
-
-def wait_for(predicate, timeout=10.0, interval=0.02):
-    """Polls `predicate` until it returns a truthy value (returned) or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 def run_threads(target, count):
