@@ -183,6 +183,15 @@ impl SlotIndex {
         self.buckets[at] = entry;
     }
 
+    /// Makes room for `more` keys beyond those indexed, so inserting them
+    /// rebuilds nothing (a bulk load that knows its size).
+    pub(crate) fn reserve(&mut self, more: usize, rehash: impl Fn(u32) -> u64) {
+        let wanted = buckets_for(self.live + self.tombstones + more);
+        if wanted > self.buckets.len() {
+            self.rebuild(wanted, rehash);
+        }
+    }
+
     /// Removes `slot`, indexed under `hash`.
     pub(crate) fn remove(&mut self, hash: u64, slot: u32) {
         let entry = bucket(hash, slot);

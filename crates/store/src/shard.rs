@@ -341,6 +341,19 @@ impl Shard {
         }
     }
 
+    /// Sizes the hash index for `more` keys beyond those here, so a bulk
+    /// load (an RDB file that says how many keys follow) does not rebuild it
+    /// as it grows.
+    pub fn reserve(&mut self, more: usize) {
+        let Shard {
+            index,
+            chunks,
+            hasher,
+            ..
+        } = self;
+        index.reserve(more, |slot| slot_hash(chunks, hasher, slot));
+    }
+
     /// Keys stored, including expired ones not yet reclaimed (as Redis's
     /// DBSIZE counts them).
     pub fn len(&self) -> usize {
@@ -1222,5 +1235,23 @@ mod tests {
             .filter(|k| k.starts_with(b"stay"))
             .collect();
         assert_eq!(before, after, "present keys keep their scan order");
+    }
+
+    /// A shard sized ahead for the keys a load will bring takes them all
+    /// without rebuilding its index, and finds each of them.
+    #[test]
+    fn a_reserved_shard_takes_its_keys_without_rebuilding() {
+        let mut shard = Shard::new(RandomState::default());
+        shard.insert(entry("already", "here", None), 0);
+        shard.reserve(5_000);
+        let capacity = shard.index.capacity();
+        for i in 0..5_000 {
+            shard.insert(entry(&format!("k{i}"), "v", None), 0);
+        }
+        assert_eq!(shard.index.capacity(), capacity);
+        assert_eq!(shard.len(), 5_001);
+        assert!((0..5_000).all(|i| shard.get(format!("k{i}").as_bytes(), 0).is_some()));
+        shard.insert(entry("one-more", "v", None), 0);
+        assert!(shard.get(b"already", 0).is_some());
     }
 }

@@ -37,6 +37,10 @@ pub struct Report {
     pub dropped: u64,
 }
 
+/// The most keys a file's RESIZEDB may size a database's indexes for: a
+/// corrupt count must not allocate gigabytes (a key takes 5 bytes of index).
+const MAX_PRESIZED_KEYS: usize = 1 << 28;
+
 /// How often the log reports progress on a long load.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
@@ -158,6 +162,8 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
         Some(left) if !replica => usize::try_from(left).unwrap_or(usize::MAX),
         _ => usize::MAX,
     };
+    let fits = |room: u64| size.saturating_mul(2) < room;
+    let presize = replica || server.room_left().is_none_or(fits);
     let mut reader = Reader::new(file, budget).map_err(|e| e.to_string())?;
     if !super::Settings::of(&server.config.read()).checksum {
         reader.ignore_checksum();
@@ -204,6 +210,15 @@ fn load(server: &Server, file: File, size: u64, into: LoadInto) -> Result<Report
                             store.databases()
                         )
                     })?;
+            }
+            // The file says how many keys follow: the indexes are sized for
+            // them once rather than rebuilt as they grow, when the file
+            // plainly fits (twice its size under `maxmemory`); otherwise
+            // keys may be evicted as they come, and room sized for them
+            // would be taken from those that stay.
+            Item::ResizeDb { keys, .. } if presize => {
+                let keys = usize::try_from(keys).unwrap_or(usize::MAX);
+                store.db(db, unix_ms()).reserve(keys.min(MAX_PRESIZED_KEYS));
             }
             Item::ResizeDb { .. } => {}
             Item::Key { key, value, meta } => {

@@ -203,6 +203,15 @@ impl<'a> Db<'a> {
         m
     }
 
+    /// Sizes every shard's index for about `keys` more keys in all, spread
+    /// as keys spread over shards, with an eighth more for the spread.
+    pub fn reserve(&self, keys: usize) {
+        let per_shard = keys.div_ceil(SHARDS_PER_DB);
+        for index in 0..SHARDS_PER_DB {
+            self.guard(index).guard.reserve(per_shard + per_shard / 8);
+        }
+    }
+
     /// Removes every key. The old contents are returned so that the caller
     /// decides where to pay for freeing them (FLUSHDB ASYNC frees them on
     /// another thread).
