@@ -73,3 +73,71 @@ TOML
 
 # Prints its arguments and appends them to $out.txt (the run's record).
 record() { echo "$*" | tee -a "$out.txt"; }
+
+# Python the benches' samplers share (insert it at the top of an unquoted
+# heredoc): a minimal RESP client, RSS of a process (0 once it is gone) and
+# a percentile.
+py_resp_client='
+import socket
+class Conn:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = self.sock.makefile("rb")
+    def cmd(self, *args):
+        self.sock.sendall(b"*%d\r\n" % len(args) + b"".join(
+            b"$%d\r\n%s\r\n" % (len(a), a) for a in (x.encode() for x in map(str, args))))
+        line = self.reader.readline()
+        if line[:1] == b"$":
+            n = int(line[1:])
+            return None if n < 0 else self.reader.read(n + 2)[:-2].decode()
+        return line[:-2].decode()
+    def info(self, section):
+        reply = self.cmd("INFO", section)
+        if reply is None or reply.startswith("-"):
+            return {}
+        return dict(l.split(":", 1) for l in reply.splitlines() if ":" in l)
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p / 100))] if values else 0
+'
+
+# The PIDs of the servers a bench started; kill_servers_at_exit kills them
+# when it exits, however it exits.
+pids=()
+kill_servers_at_exit() {
+  trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+}
+
+# Starts redis-server and keel-server side by side on free ports with the
+# same memory settings (1 GB, noeviction; keel also takes $KEEL_ARGS), sets
+# $redis_port and $keel_port, and waits until both listen.
+start_redis_and_keel() {
+  local common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction)
+  redis_port=$(free_port)
+  redis-server --port "$redis_port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 &
+  pids+=($!)
+  keel_port=$(free_port)
+  # shellcheck disable=SC2086
+  "$keel" --port "$keel_port" "${common[@]}" ${KEEL_ARGS:-} 2>/dev/null &
+  pids+=($!)
+  wait_port "$redis_port"
+  wait_port "$keel_port"
+}
+
+# Stops the server on port $1 (PID $2) with SHUTDOWN NOSAVE and waits for it.
+stop() {
+  redis-cli -p "$1" shutdown nosave >/dev/null 2>&1 || true
+  wait "$2" 2>/dev/null || true
+}
+
+cli() { redis-cli -p "$@"; }

@@ -16,19 +16,9 @@ requests=${2:-1000000}
 require_built "$keel"
 command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark (apt-get install redis-tools)" >&2; exit 1; }
 
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+kill_servers_at_exit
 
-common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction)
-redis_port=$(free_port)
-redis-server --port "$redis_port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 &
-pids+=($!)
-keel_port=$(free_port)
-# shellcheck disable=SC2086
-"$keel" --port "$keel_port" "${common[@]}" ${KEEL_ARGS:-} 2>/dev/null &
-pids+=($!)
-wait_port "$redis_port"
-wait_port "$keel_port"
+start_redis_and_keel
 
 echo "| round | pipeline | test | redis-server req/s | keel-server req/s | keel / redis | generator CPU (redis, keel) |"
 echo "|---|---|---|---|---|---|---|"

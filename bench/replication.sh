@@ -145,8 +145,7 @@ mkdir -p "$scratch/primary" "$scratch/redis" "$scratch/keel"
 records=$out-records.txt
 : >"$records"
 
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+kill_servers_at_exit
 
 # The port of the $1th server: BASE_PORT+$1, or a free one.
 port_for() {
@@ -172,43 +171,7 @@ start() {
   pids+=("$pid")
 }
 
-stop() { # port pid
-  redis-cli -p "$1" shutdown nosave >/dev/null 2>&1 || true
-  wait "$2" 2>/dev/null || true
-}
 
-cli() { redis-cli -p "$@"; }
-
-# The Python both samplers share: a minimal RESP client.
-resp_client='
-import socket
-class Conn:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.reader = self.sock.makefile("rb")
-    def cmd(self, *args):
-        self.sock.sendall(b"*%d\r\n" % len(args) + b"".join(
-            b"$%d\r\n%s\r\n" % (len(a), a) for a in (x.encode() for x in map(str, args))))
-        line = self.reader.readline()
-        if line[:1] == b"$":
-            n = int(line[1:])
-            return None if n < 0 else self.reader.read(n + 2)[:-2].decode()
-        return line[:-2].decode()
-    def info(self, section):
-        reply = self.cmd("INFO", section)
-        if reply is None or reply.startswith("-"):
-            return {}
-        return dict(l.split(":", 1) for l in reply.splitlines() if ":" in l)
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p / 100))] if values else 0
-'
 
 # Full sync: sends REPLICAOF to the replica (port $2, pid $3) of the primary
 # (port $1) and samples every 10 ms until the link is up and the offsets
@@ -216,7 +179,7 @@ def percentile(values, p):
 # writes the sampled series to $5.
 sync_replica() {
   python3 - "$@" >>"$records" <<PY
-$resp_client
+$py_resp_client
 import json, os, sys, time
 primary_port, replica_port, pid = map(int, sys.argv[1:4])
 label, series_path = sys.argv[4:6]
@@ -262,7 +225,7 @@ PY
 # $6 and $7 are the primary's and the replica's PIDs, for their CPU time.
 lag() {
   python3 - "$@" >>"$records" <<PY
-$resp_client
+$py_resp_client
 import json, os, sys, time
 primary_port, replica_port = map(int, sys.argv[1:3])
 seconds, label, series_path = float(sys.argv[3]), sys.argv[4], sys.argv[5]

@@ -20,18 +20,9 @@ requests=${2:-200000}
 require_built "$keel"
 command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark (apt-get install redis-tools)" >&2; exit 1; }
 
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+kill_servers_at_exit
 
-common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction)
-redis_port=$(free_port)
-redis-server --port "$redis_port" "${common[@]}" --save "" --appendonly no >/dev/null 2>&1 &
-pids+=($!)
-keel_port=$(free_port)
-"$keel" --port "$keel_port" "${common[@]}" 2>/dev/null &
-pids+=($!)
-wait_port "$redis_port"
-wait_port "$keel_port"
+start_redis_and_keel
 
 small='redis.call("INCR", KEYS[1]) return redis.call("EXPIRE", KEYS[1], 60)'
 ten='for i = 1, #KEYS do redis.call("INCR", KEYS[i]) end return #KEYS'

@@ -106,8 +106,7 @@ mkdir -p "$scratch/redis" "$scratch/keel"
 records=$out-records.txt
 : >"$records"
 
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+kill_servers_at_exit
 
 next_port=0
 port_for() {
@@ -134,12 +133,6 @@ start() {
   pids+=("$pid")
 }
 
-stop() { # port pid
-  redis-cli -p "$1" shutdown nosave >/dev/null 2>&1 || true
-  wait "$2" 2>/dev/null || true
-}
-
-cli() { redis-cli -p "$@"; }
 
 # Milliseconds from $2 (date +%s%N at exec) until port $1 answers PING
 # with +PONG, not -LOADING.
@@ -169,34 +162,13 @@ PY
 # back to back for $4 seconds (loop). Appends one JSON record labelled $5
 # to the records file and writes the RSS series to $6.
 sample() {
-  python3 - "$@" >>"$records" <<'PY'
-import json, os, socket, sys, threading, time
+  python3 - "$@" >>"$records" <<PY
+$py_resp_client
+import json, os, sys, threading, time
 port, pid, mode, seconds, label, series_path = sys.argv[1:7]
 port, pid, seconds = int(port), int(pid), float(seconds)
+conn = Conn(port)
 
-sock = socket.create_connection(("127.0.0.1", port))
-reader = sock.makefile("rb")
-def cmd(*args):
-    sock.sendall(b"*%d\r\n" % len(args) + b"".join(
-        b"$%d\r\n%s\r\n" % (len(a), a) for a in (x.encode() for x in args)))
-    line = reader.readline()
-    if line[:1] == b"$":
-        n = int(line[1:])
-        data = reader.read(n + 2)[:-2]
-        return data.decode()
-    return line[1:-2].decode()
-def info(section):
-    return dict(l.split(":", 1) for l in cmd("INFO", section).splitlines() if ":" in l)
-
-def rss_kb(p):
-    try:
-        with open(f"/proc/{p}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 def find_child():
     for p in os.listdir("/proc"):
         if p.isdigit():
@@ -228,14 +200,14 @@ def sampler():
         time.sleep(max(0.0, 0.02 - (time.time() - t)))
 thread = threading.Thread(target=sampler)
 
-mem = info("memory")
+mem = conn.info("memory")
 before_kb = rss_kb(pid)
 start = time.time()
 thread.start()
 saves, peak_cow, peak_snapshot = [], 0, 0
 def poll():
     global peak_cow, peak_snapshot
-    d = info("persistence")
+    d = conn.info("persistence")
     peak_cow = max(peak_cow, int(d.get("current_cow_size", 0)))
     peak_snapshot = max(peak_snapshot, int(d.get("keel_snapshot_bytes", 0)))
     return d
@@ -248,8 +220,8 @@ while True:
         continue
     t0 = time.time()
     saving.set()
-    reply = cmd("BGSAVE")
-    if not reply.startswith("Background saving started"):
+    reply = conn.cmd("BGSAVE")
+    if not reply.startswith("+Background saving started"):
         # One still running (say, the previous run's): wait for its end.
         while poll()["rdb_bgsave_in_progress"] != "0":
             time.sleep(0.02)
