@@ -1107,6 +1107,12 @@ impl Config {
         Ok(config)
     }
 
+    /// The value CONFIG GET shows for directive `name` (empty for a name
+    /// that is none).
+    pub fn value(&self, name: &str) -> String {
+        directive(name).map_or_else(String::new, |d| (d.get)(self))
+    }
+
     /// The primary the `replicaof` directive names, if any.
     pub fn replicaof(&self) -> Option<crate::replication::Primary> {
         let value = self.accepted.get("replicaof")?;

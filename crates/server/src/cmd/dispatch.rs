@@ -319,8 +319,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
 
 /// `replica-read-only`.
 fn replica_read_only(server: &Server) -> bool {
-    let config = server.config.read();
-    crate::config::directive("replica-read-only").is_some_and(|d| (d.get)(&config) == "yes")
+    server.config.read().value("replica-read-only") == "yes"
 }
 
 /// Whether `holds` holds for a command, or, when it is EXEC, for one of

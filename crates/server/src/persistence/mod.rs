@@ -50,7 +50,7 @@ pub struct Persistence {
     /// Writes since the last successful save (`rdb_changes_since_last_save`).
     dirty: AtomicU64,
     state: Mutex<SaveState>,
-    /// Whether the last background save failed, for the write path.
+    /// Whether the last background save failed (read on the write path).
     last_bgsave_failed: AtomicBool,
     /// Set while a snapshot is taken and written: the store runs one at a
     /// time (see [`SnapshotClaim`]).
@@ -73,7 +73,6 @@ struct SaveState {
     /// When the last background save was tried (Unix seconds), for the
     /// retry delay after a failure.
     last_try: u64,
-    last_bgsave_failed: bool,
     /// Seconds the last background save took, -1 before the first.
     last_bgsave_secs: Option<u64>,
     /// Saves done since start.
@@ -114,9 +113,7 @@ pub struct Settings {
 
 impl Settings {
     pub fn of(config: &Config) -> Settings {
-        let get = |name: &str| {
-            crate::config::directive(name).map_or_else(String::new, |d| (d.get)(config))
-        };
+        let get = |name: &str| config.value(name);
         let numbers: Vec<u64> = get("save")
             .split_whitespace()
             .filter_map(|n| n.parse().ok())
@@ -228,7 +225,6 @@ impl Persistence {
         // Only this subtracts, under the state lock: it cannot underflow.
         self.dirty.fetch_sub(dirty_before, Ordering::Relaxed);
         state.last_save = crate::server::unix_ms() / 1000;
-        state.last_bgsave_failed = false;
         self.last_bgsave_failed.store(false, Ordering::Relaxed);
         state.saves += 1;
         if let Some(took) = bgsave_took {
@@ -241,7 +237,6 @@ impl Persistence {
     fn bgsave_failed(&self, took: std::time::Duration) {
         let mut state = self.state.lock();
         state.running_since = None;
-        state.last_bgsave_failed = true;
         self.last_bgsave_failed.store(true, Ordering::Relaxed);
         state.last_bgsave_secs = Some(took.as_secs());
     }
@@ -258,8 +253,8 @@ impl Persistence {
             return true;
         }
         let dirty = self.dirty();
-        let may_try =
-            !state.last_bgsave_failed || now_secs.saturating_sub(state.last_try) > retry_delay_secs;
+        let may_try = !self.last_bgsave_failed.load(Ordering::Relaxed)
+            || now_secs.saturating_sub(state.last_try) > retry_delay_secs;
         may_try
             && save_points.iter().any(|&(seconds, changes)| {
                 dirty >= changes && now_secs.saturating_sub(state.last_save) > seconds
@@ -279,7 +274,7 @@ impl Persistence {
             bgsave_in_progress: state.running_since.is_some(),
             current_bgsave_secs: state.running_since.map(|s| now_secs.saturating_sub(s)),
             last_save: state.last_save,
-            last_bgsave_ok: !state.last_bgsave_failed,
+            last_bgsave_ok: !self.last_bgsave_failed.load(Ordering::Relaxed),
             last_bgsave_secs: state.last_bgsave_secs,
             saves: state.saves,
             last_load: state.last_load.clone(),

@@ -291,9 +291,7 @@ pub fn save_with(server: &Server, claim: super::SnapshotClaim) -> Result<(), Sav
 pub fn save_on_signal(server: &Server, directive: &str) -> Result<(), SaveError> {
     let (flags, settings) = {
         let config = server.config.read();
-        let flags =
-            crate::config::directive(directive).map_or_else(String::new, |d| (d.get)(&config));
-        (flags, Settings::of(&config))
+        (config.value(directive), Settings::of(&config))
     };
     let says = |flag: &str| flags.split_whitespace().any(|f| f == flag);
     let save = !says("nosave") && (says("save") || !settings.save_points.is_empty());
@@ -409,12 +407,12 @@ fn send_payload(
         buf: Vec::with_capacity(PAYLOAD_CHUNK),
     };
     let io = |e: std::io::Error| e.to_string();
+    let snapshot = take_instant(server, server.persistence.wait_for_snapshot());
     match format {
         PayloadFormat::EofMark(mark) => {
             chunks.write_all(b"$EOF:").map_err(io)?;
             chunks.write_all(&mark).map_err(io)?;
             chunks.write_all(b"\r\n").map_err(io)?;
-            let snapshot = take_instant(server, server.persistence.wait_for_snapshot());
             let (mut chunks, _) = write_rdb(server, chunks, settings, snapshot).map_err(io)?;
             chunks.write_all(&mark).map_err(io)?;
             chunks.flush().map_err(io)
@@ -423,7 +421,6 @@ fn send_payload(
             let temp = settings
                 .dir
                 .join(format!("temp-sync-{}.rdb", std::process::id()));
-            let snapshot = take_instant(server, server.persistence.wait_for_snapshot());
             let sent = write_file(server, &temp, settings, snapshot).and_then(|_| {
                 let mut file = File::open(&temp).map_err(io)?;
                 let length = file.metadata().map_err(io)?.len();

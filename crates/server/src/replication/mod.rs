@@ -150,9 +150,7 @@ impl Replication {
         if !self.is_replica() || self.link_up.load(Ordering::Relaxed) {
             return false;
         }
-        let config = config.read();
-        crate::config::directive("replica-serve-stale-data")
-            .is_some_and(|d| (d.get)(&config) == "no")
+        config.read().value("replica-serve-stale-data") == "no"
     }
 
     /// REPLICAOF host port: follows `primary` (a new link, unless it is the

@@ -10,6 +10,7 @@
 //! and the link tries again a second later.
 
 use std::io::Write;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -190,9 +191,7 @@ async fn link(server: &Server, primary: &Primary) -> Result<(), String> {
     replication.note_io();
     notice!("MASTER <-> REPLICA sync: Finished with success");
     let handle = server.clients.register(peer, local, unix_ms());
-    handle
-        .primary_link
-        .store(true, std::sync::atomic::Ordering::Relaxed);
+    handle.primary_link.store(true, Ordering::Relaxed);
     let applied = apply_stream(server, &mut conn, &handle).await;
     server.clients.unregister(handle.id);
     applied
@@ -212,13 +211,10 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), String> {
     }
     let (user, password, port) = {
         let config = server.config.read();
-        let get = |name: &str| {
-            crate::config::directive(name).map_or_else(String::new, |d| (d.get)(&config))
-        };
         (
-            get("masteruser"),
-            get("masterauth"),
-            server.port.load(std::sync::atomic::Ordering::Relaxed),
+            config.value("masteruser"),
+            config.value("masterauth"),
+            server.port.load(Ordering::Relaxed),
         )
     };
     if !password.is_empty() {
@@ -351,16 +347,11 @@ async fn apply_stream(
     client.is_primary_link = true;
     // The stream goes on in the database it had selected (a partial resync
     // does not select it again), as Redis's cached primary client keeps it.
-    client.db = replication
-        .stream_db
-        .load(std::sync::atomic::Ordering::Relaxed);
+    client.db = replication.stream_db.load(Ordering::Relaxed);
     let mut decoder = RequestDecoder::default();
     // The primary's arguments are bounded as a client's are: a bogus
     // length ends the link instead of growing the buffer without end.
-    let max_bulk_len = server
-        .hot
-        .proto_max_bulk_len
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let max_bulk_len = server.hot.proto_max_bulk_len.load(Ordering::Relaxed);
     let limits = Limits {
         max_bulk_len: usize::try_from(max_bulk_len).unwrap_or(usize::MAX),
         authenticated: true,
@@ -382,18 +373,10 @@ async fn apply_stream(
             };
             let consumed = std::mem::take(&mut command_bytes);
             if is_getack(&args) {
-                send_ack(
-                    conn,
-                    replication
-                        .offset
-                        .load(std::sync::atomic::Ordering::Relaxed),
-                )
-                .await?;
+                send_ack(conn, replication.offset.load(Ordering::Relaxed)).await?;
             } else {
                 apply(server, &mut client, &args, &mut out).await;
-                replication
-                    .stream_db
-                    .store(client.db, std::sync::atomic::Ordering::Relaxed);
+                replication.stream_db.store(client.db, Ordering::Relaxed);
             }
             replication.advance(consumed);
         }
@@ -403,7 +386,7 @@ async fn apply_stream(
                 replication.note_io();
             }
             _ = ack.tick() => {
-                send_ack(conn, replication.offset.load(std::sync::atomic::Ordering::Relaxed)).await?;
+                send_ack(conn, replication.offset.load(Ordering::Relaxed)).await?;
             }
             _ = handle.killed() => return Err("the link was killed (CLIENT KILL)".into()),
         }

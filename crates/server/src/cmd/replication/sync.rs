@@ -27,7 +27,7 @@ pub const SYNC: Spec = Spec {
     group: "server",
     summary: "Internal command used for replication",
     complexity: "",
-    run: |ctx, _| full_sync(ctx),
+    run: |ctx, _| full_sync(ctx, None),
     ..BASE
 };
 
@@ -41,25 +41,26 @@ pub const PSYNC: Spec = Spec {
     summary: "Internal command used for replication",
     since: "2.8.0",
     complexity: "",
-    run: psync,
+    run: |ctx, args| full_sync(ctx, Some(&args[1])),
     ..BASE
 };
 
-fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+/// A full synchronisation. PSYNC (`psync_id`, the replication id it asks
+/// to continue) is answered FULLRESYNC first, and one that asked to
+/// continue counts as a partial resync refused.
+fn full_sync(ctx: &mut Ctx, psync_id: Option<&Bytes>) -> Result<(), Error> {
     refuse_replicas(ctx)?;
-    if &args[1][..] != b"?" {
-        let refused = &ctx.server.replication.partial_syncs_refused;
-        refused.fetch_add(1, Ordering::Relaxed);
+    let replication = &ctx.server.replication;
+    if let Some(id) = psync_id {
+        if &id[..] != b"?" {
+            replication
+                .partial_syncs_refused
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let line = format!("FULLRESYNC {} 0", replication.status().replid);
+        ctx.w().simple(&line);
     }
-    let line = format!("FULLRESYNC {} 0", ctx.server.replication.status().replid);
-    ctx.w().simple(&line);
-    full_sync(ctx)
-}
-
-fn full_sync(ctx: &mut Ctx) -> Result<(), Error> {
-    refuse_replicas(ctx)?;
-    let served = &ctx.server.replication.syncs_served;
-    served.fetch_add(1, Ordering::Relaxed);
+    replication.syncs_served.fetch_add(1, Ordering::Relaxed);
     ctx.client.after_reply = Some(AfterReply::SendSnapshot);
     Ok(())
 }
