@@ -6,8 +6,10 @@ reads, refuses clients' writes (READONLY) and never expires keys itself. A fake 
 socket server here) sends what a broken or hostile one would; the replica must log it, keep
 serving and try again.
 
-The primary is always redis-server (`repl-diskless-sync-delay 0`, so it starts at once); the
-replica is the server under test. "In sync" means the replica's link is up and its offset
+The primary is redis-server (`repl-diskless-sync-delay 0`, so it starts at once) and the
+replica the server under test, except in the tests taking `kinds`, which also run the server
+under test as the primary of a keel and of a redis-server replica (test_replication_primary.py
+has the rest of the primary's side). "In sync" means the replica's link is up and its offset
 (INFO replication `slave_repl_offset`) is the primary's `master_repl_offset`; then the whole
 keyspaces are compared with test_persistence's `keyspace_snapshot`.
 """
@@ -32,19 +34,29 @@ SYNC_TIMEOUT = 40.0
 # ---- a primary and its replica ---------------------------------------------------------------
 
 
-def start_primary(launch, tmp_path, diskless="yes", config=None):
-    """A redis-server primary with its own folder; `diskless` is `repl-diskless-sync`."""
+@pytest.fixture(params=["redis-to-tested", "tested-to-keel", "tested-to-redis"])
+def kinds(request, server_kind):
+    """(primary kind, replica kind): the server under test as the replica of a redis-server, or
+    as the primary of a keel or of a redis-server."""
+    return {"redis-to-tested": ("redis", server_kind), "tested-to-keel": (server_kind, "keel"),
+            "tested-to-redis": (server_kind, "redis")}[request.param]
+
+
+def start_primary(launch, tmp_path, diskless="yes", config=None, kind="redis"):
+    """A primary (redis-server unless `kind` says) with its own folder; `diskless` is
+    `repl-diskless-sync`."""
     folder = tmp_path / "primary"
     folder.mkdir(exist_ok=True)
-    return launch(folder, kind="redis", config={"repl-diskless-sync": diskless,
-                                                "repl-diskless-sync-delay": "0", **(config or {})})
+    return launch(folder, kind=kind, config={"repl-diskless-sync": diskless,
+                                             "repl-diskless-sync-delay": "0", **(config or {})})
 
 
-def start_replica(launch, tmp_path, config=None):
-    """The server under test with its own folder (not yet a replica unless `config` says so)."""
+def start_replica(launch, tmp_path, config=None, kind=None):
+    """The server under test (or one of `kind`) with its own folder (not yet a replica unless
+    `config` says so)."""
     folder = tmp_path / "replica"
     folder.mkdir(exist_ok=True)
-    return launch(folder, config=config)
+    return launch(folder, kind=kind, config=config)
 
 
 def connect(srv, auth=None):
@@ -133,14 +145,15 @@ def fill_collections(port, count=2000):
     pipe(port, commands)
 
 
-def synced_pair(launch, tmp_path, diskless="yes", bulk=0):
-    """A filled primary and the server under test following it, in sync."""
-    primary = start_primary(launch, tmp_path, diskless)
+def synced_pair(launch, tmp_path, diskless="yes", bulk=0, kinds=("redis", None)):
+    """A filled primary and its replica, in sync: a redis-server and the server under test
+    unless `kinds` (primary kind, replica kind) says."""
+    primary = start_primary(launch, tmp_path, diskless, kind=kinds[0])
     with primary.conn() as c:
         fill_every_type(c)
     if bulk:
         fill_bulk(primary.port, bulk)
-    replica = start_replica(launch, tmp_path)
+    replica = start_replica(launch, tmp_path, kind=kinds[1])
     follow(replica, primary)
     wait_in_sync(primary, replica)
     return primary, replica
@@ -224,17 +237,18 @@ def test_replication_commands_arity_and_role_of_a_primary(c):
 
 
 @pytest.mark.parametrize("diskless", ["yes", "no"])
-def test_full_sync_under_a_write_load(launch, tmp_path, diskless):
+def test_full_sync_under_a_write_load(launch, tmp_path, diskless, kinds):
     """Heavy: every type plus 100k string keys and 8k small collections sync to the replica
-    while a thread writes to the primary all along (diskless: the `$EOF:` payload; else one
-    with its length); once the replica's offset is the primary's, the keyspaces are equal and
-    the replica's own data before the sync is gone."""
-    primary = start_primary(launch, tmp_path, diskless)
+    while a thread writes to the primary all along (transactions, scripts, SPOP, TTLs, db 1;
+    diskless: the `$EOF:` payload; else one with its length); once the replica's offset is the
+    primary's, the keyspaces and absolute expiry times are equal, the replica's own data
+    before the sync is gone, and the primary shows it (INFO, ROLE, CLIENT LIST flag S)."""
+    primary = start_primary(launch, tmp_path, diskless, kind=kinds[0])
     with primary.conn() as c:
         fill_every_type(c)
     fill_bulk(primary.port)
     fill_collections(primary.port)
-    replica = start_replica(launch, tmp_path)
+    replica = start_replica(launch, tmp_path, kind=kinds[1])
     with replica.conn() as c:
         assert c.call("SET", "replica-only", "dropped by the sync") == OK
     load = WriteLoad(primary.port)
@@ -260,9 +274,16 @@ def test_full_sync_under_a_write_load(launch, tmp_path, diskless):
             return f",offset={fields['master_repl_offset']}," in fields["slave0"]
         wait_for(acknowledged, 10, "the replica to acknowledge the offset")
     with primary.conn() as p:
-        assert replication(p)["connected_slaves"] == "1"
-        replid = replication(p)["master_replid"]
+        fields = replication(p)
+        assert fields["connected_slaves"] == "1" and fields["repl_backlog_active"] == "1"
+        assert fields["slave0"].startswith(f"ip=127.0.0.1,port={replica.port},state=online,")
+        replid = fields["master_replid"]
         assert sync_stats(primary)[0] == 1
+        role = p.call("ROLE")
+        assert role[0] == b"master" and role[1] >= offset, role
+        assert role[2][0][:2] == [b"127.0.0.1", str(replica.port).encode()], role
+        listing = p.call("CLIENT", "LIST", "TYPE", "replica").decode().splitlines()
+        assert len(listing) == 1 and " flags=S " in listing[0], listing
     with replica.conn() as r:
         # (the offsets grow by the primary's PING every 10 seconds: read together)
         def role_and_offset():
@@ -292,11 +313,11 @@ def primary_link_lines(conn, *args) -> list:
     return [line for line in listing.splitlines() if re.search(r" flags=\w*M\w* ", line)]
 
 
-def test_partial_resync_after_the_link_is_killed(launch, tmp_path):
+def test_partial_resync_after_the_link_is_killed(launch, tmp_path, kinds):
     """CLIENT KILL TYPE master drops the link; it comes back with PSYNC replid offset, the
     primary answers +CONTINUE (sync_partial_ok goes up, sync_full does not), and the writes
-    made meanwhile arrive."""
-    primary, replica = synced_pair(launch, tmp_path, bulk=20_000)
+    made meanwhile arrive; the same when the primary kills it (CLIENT KILL TYPE replica)."""
+    primary, replica = synced_pair(launch, tmp_path, bulk=20_000, kinds=kinds)
     # (the first PSYNC may have asked to continue the replica's own history: sync_partial_err)
     full, partial, refused = sync_stats(primary)
     assert (full, partial) == (1, 0)
@@ -314,8 +335,8 @@ def test_partial_resync_after_the_link_is_killed(launch, tmp_path):
     with replica.conn() as r:
         assert len(primary_link_lines(r)) == 1
         assert r.call("GET", "meanwhile:1999") == b"1999"
-        assert r.call("CLIENT", "KILL", "TYPE", "master") == 1
     with primary.conn() as p:
+        assert p.call("CLIENT", "KILL", "TYPE", "replica") == 1
         assert p.call("SET", "after-second-kill", "yes") == OK
     wait_in_sync(primary, replica)
     assert sync_stats(primary) == (1, 2, refused)
@@ -323,12 +344,12 @@ def test_partial_resync_after_the_link_is_killed(launch, tmp_path):
         assert r.call("GET", "after-second-kill") == b"yes"
 
 
-def test_a_replica_restarted_from_its_file_resumes_with_a_partial_resync(launch, tmp_path):
+def test_a_replica_restarted_from_its_file_resumes_with_a_partial_resync(launch, tmp_path, kinds):
     """A replica saved at shutdown comes back from its file with the replication id, the offset
     and the database the stream had selected (RDB's repl-id, repl-offset, repl-stream-db), and
     continues with a partial resync, as Redis 7's does: the writes made while it was down arrive,
     in the database the stream had selected before (no SELECT is sent again)."""
-    primary, replica = synced_pair(launch, tmp_path)
+    primary, replica = synced_pair(launch, tmp_path, kinds=kinds)
     with primary.conn() as p:
         assert p.call("SELECT", "3") == OK
         assert p.call("SET", "in-db3", "before") == OK
@@ -338,7 +359,8 @@ def test_a_replica_restarted_from_its_file_resumes_with_a_partial_resync(launch,
     with primary.conn() as p:
         assert p.call("SELECT", "3") == OK
         assert p.call("SET", "while-down", "yes") == OK
-    restarted = start_replica(launch, tmp_path, config={"replicaof": f"127.0.0.1 {primary.port}"})
+    restarted = start_replica(launch, tmp_path, config={"replicaof": f"127.0.0.1 {primary.port}"},
+                              kind=kinds[1])
     wait_in_sync(primary, restarted)
     assert sync_stats(primary) == (full, partial + 1, refused)
     with restarted.conn() as r:
@@ -347,12 +369,12 @@ def test_a_replica_restarted_from_its_file_resumes_with_a_partial_resync(launch,
     assert_same_data(primary, restarted)
 
 
-def test_a_link_down_longer_than_the_backlog_resyncs_in_full(launch, tmp_path):
+def test_a_link_down_longer_than_the_backlog_resyncs_in_full(launch, tmp_path, kinds):
     """The link is killed and kept down (the primary wants a password the replica does not
     have) while the primary writes more than its 16 kB backlog holds: when the password goes,
     the replica's PSYNC cannot be continued (sync_partial_err), a full resync replaces its
     data, and the keyspaces are equal."""
-    primary, replica = synced_pair(launch, tmp_path, bulk=5000)
+    primary, replica = synced_pair(launch, tmp_path, bulk=5000, kinds=kinds)
     with primary.conn() as p:
         assert p.call("CONFIG", "SET", "repl-backlog-size", "16384") == OK
         assert p.call("CONFIG", "SET", "requirepass", PASSWORD) == OK

@@ -51,6 +51,7 @@ use crate::cmd::context::pop::{list_pop_many, zset_pop_many, Members, Pop};
 use crate::cmd::context::stream::{read_after, read_group, write_stream_read, GroupRead, Read};
 use crate::cmd::Error;
 use crate::pubsub::Notifier;
+use crate::replication::journal::Recording;
 use crate::server::{unix_ms, Server};
 
 /// What a blocked client waits to do.
@@ -165,6 +166,49 @@ impl Wait {
             Wait::List(pop) => pop.keys(source),
             Wait::ListMany { .. } | Wait::ZSet { .. } | Wait::Stream(_) => vec![source.clone()],
         }
+    }
+
+    /// The non-blocking command that does what serving this wait from
+    /// `source` does, as Redis propagates a served blocking pop: LPOP or
+    /// RPOP (with a count for BLMPOP), LMOVE, ZPOPMIN or ZPOPMAX. `None` for
+    /// a stream read, which is not recorded in that form.
+    pub fn propagated(&self, source: &Bytes) -> Option<Vec<Bytes>> {
+        let word = |w: &'static str| Bytes::from_static(w.as_bytes());
+        let end = |end: End| match end {
+            End::Left => word("LEFT"),
+            End::Right => word("RIGHT"),
+        };
+        let pop = |from: End| match from {
+            End::Left => word("LPOP"),
+            End::Right => word("RPOP"),
+        };
+        Some(match self {
+            Wait::List(Pop { from, to: None }) => vec![pop(*from), source.clone()],
+            Wait::List(Pop {
+                from,
+                to: Some((dest, to)),
+            }) => vec![
+                word("LMOVE"),
+                source.clone(),
+                dest.clone(),
+                end(*from),
+                end(*to),
+            ],
+            Wait::ListMany { from, count } => {
+                vec![pop(*from), source.clone(), count.to_string().into()]
+            }
+            Wait::ZSet { max, count } => {
+                let name = if *max {
+                    word("ZPOPMAX")
+                } else {
+                    word("ZPOPMIN")
+                };
+                let mut words = vec![name, source.clone()];
+                words.extend(count.map(|n| Bytes::from(n.to_string())));
+                words
+            }
+            Wait::Stream(_) => return None,
+        })
     }
 
     /// True if the key `key`, holding `value` (`None`: missing), can serve
@@ -455,6 +499,12 @@ impl Blocking {
                     server.scripting.gate.defer(db, key.clone());
                     break;
                 }
+                // Recorded for replicas as the pop it does (declared first,
+                // so it outlives the locks).
+                let _recording = waiter
+                    .wait
+                    .propagated(&key)
+                    .map(|pop| Recording::effect(db, vec![pop]));
                 let mut locked = view.write_many(&keys);
                 let mut queues = self.queues.lock();
                 let value = locked.peek(&key).map(|e| e.value());

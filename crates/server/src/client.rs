@@ -35,9 +35,32 @@ pub enum AfterReply {
     /// once the script ends, or answers BUSY once the script has run past
     /// `busy-reply-threshold` (see `crate::scripting::gate`).
     WaitForScript,
-    /// SYNC or PSYNC: send the dataset's RDB payload, then close (see
-    /// `cmd/replication/sync.rs`).
-    SendSnapshot,
+    /// SYNC or PSYNC: serve a replica (or `redis-cli --rdb`) from here
+    /// (see `cmd/replication/sync.rs`).
+    Sync(SyncStart),
+    /// WAIT: reply how many replicas acknowledged the offset once enough
+    /// did or the deadline passed (see `cmd/server/wait.rs`).
+    WaitReplicas(WaitReplicas),
+}
+
+/// What a WAIT waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitReplicas {
+    pub needed: usize,
+    /// The replication offset the replicas must acknowledge.
+    pub offset: u64,
+    /// `None`: no timeout.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+/// How a replica's synchronisation starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncStart {
+    /// A snapshot first; `psync` answers `+FULLRESYNC` before it.
+    Full { psync: bool },
+    /// The stream from this offset, the backlog holding it (`+CONTINUE`
+    /// was replied).
+    Continue { from: u64 },
 }
 
 /// One connection's private state, owned by its task.
@@ -78,6 +101,8 @@ pub struct ReplicaHandshake {
     pub capa_eof: bool,
     /// `rdb-only 1`: it wants the snapshot, not the stream after it.
     pub rdb_only: bool,
+    /// `capa psync2`: it is told the replication id on `+CONTINUE`.
+    pub capa_psync2: bool,
 }
 
 /// CLIENT REPLY's modes, as Redis's `CLIENT_REPLY_*` flags.
@@ -269,6 +294,9 @@ pub struct ClientHandle {
     /// Whether this is a replica's link to its primary (CLIENT LIST's
     /// `M` flag, CLIENT KILL TYPE master).
     pub primary_link: std::sync::atomic::AtomicBool,
+    /// Whether this is a replica fed by this server (CLIENT LIST's `S`
+    /// flag, CLIENT KILL TYPE replica).
+    pub replica: std::sync::atomic::AtomicBool,
     pub query_buffer: AtomicUsize,
     /// Bytes waiting in the output buffer.
     pub output_buffer: AtomicUsize,
@@ -484,6 +512,9 @@ impl ClientHandle {
         if self.primary_link.load(Ordering::Relaxed) {
             flags.push('M');
         }
+        if self.replica.load(Ordering::Relaxed) {
+            flags.push('S');
+        }
         if self.monitor.load(Ordering::Relaxed) {
             flags.push('O');
         }
@@ -543,6 +574,7 @@ impl ClientHandle {
             unexecuted: Mutex::new(bytes::Bytes::new()),
             monitor: AtomicBool::new(false),
             primary_link: std::sync::atomic::AtomicBool::new(false),
+            replica: std::sync::atomic::AtomicBool::new(false),
             query_buffer: AtomicUsize::new(0),
             output_buffer: AtomicUsize::new(0),
             killed: AtomicBool::new(false),

@@ -57,6 +57,10 @@ pub struct Config {
     pub client_output_buffer_limit: OutputLimit,
     /// Backlog limits of subscribers (`client-output-buffer-limit pubsub`).
     pub client_output_buffer_limit_pubsub: OutputLimit,
+    /// How far the stream to a replica may fall behind
+    /// (`client-output-buffer-limit replica`): the replication buffer keeps
+    /// up to `hard` bytes a replica has not been sent, past the backlog.
+    pub client_output_buffer_limit_replica: OutputLimit,
     /// Milliseconds between active expiry passes: the bound on how long a
     /// key outlives its deadline.
     pub expire_tick_ms: u64,
@@ -276,6 +280,13 @@ impl OutputLimit {
         soft: 8 << 20,
         soft_seconds: 60,
     };
+
+    /// Redis's default for the replica class: 256 MB hard, 64 MB for 60 s.
+    pub const REPLICA_DEFAULT: OutputLimit = OutputLimit {
+        hard: 256 << 20,
+        soft: 64 << 20,
+        soft_seconds: 60,
+    };
 }
 
 /// Built-in maxmemory: a finite budget that suits a cache on a laptop, so an
@@ -307,6 +318,7 @@ impl Default for Config {
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit: OutputLimit::default(),
             client_output_buffer_limit_pubsub: OutputLimit::PUBSUB_DEFAULT,
+            client_output_buffer_limit_replica: OutputLimit::REPLICA_DEFAULT,
             eviction_high_percent: 99,
             eviction_low_percent: 97,
             eviction_cpu_percent: 25,
@@ -608,16 +620,23 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "client-output-buffer-limit",
         mutable: true,
-        // keel has no replicas yet; the replica class is accepted (so Redis
-        // configuration files load) and shown with Redis's default.
         get: |c| {
-            let (l, p) = (
+            let (l, r, p) = (
                 c.client_output_buffer_limit,
+                c.client_output_buffer_limit_replica,
                 c.client_output_buffer_limit_pubsub,
             );
             format!(
-                "normal {} {} {} slave 268435456 67108864 60 pubsub {} {} {}",
-                l.hard, l.soft, l.soft_seconds, p.hard, p.soft, p.soft_seconds
+                "normal {} {} {} slave {} {} {} pubsub {} {} {}",
+                l.hard,
+                l.soft,
+                l.soft_seconds,
+                r.hard,
+                r.soft,
+                r.soft_seconds,
+                p.hard,
+                p.soft,
+                p.soft_seconds
             )
         },
         set: |c, v| {
@@ -634,7 +653,7 @@ pub static DIRECTIVES: &[Directive] = &[
                 match class[0].to_ascii_lowercase().as_str() {
                     "normal" => c.client_output_buffer_limit = limit,
                     "pubsub" => c.client_output_buffer_limit_pubsub = limit,
-                    "replica" | "slave" => {}
+                    "replica" | "slave" => c.client_output_buffer_limit_replica = limit,
                     other => {
                         return Err(format!(
                             "Invalid client class specified in buffer limit configuration: {other}"

@@ -42,6 +42,8 @@
 //! and the client budget is untouched: a connection waits for the budget
 //! before it waits for a turn, never while holding one.
 
+mod feed;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -786,10 +788,18 @@ impl<'a> Connection<'a> {
                         return Ok(Batch::Close);
                     }
                 }
-                Some(AfterReply::SendSnapshot) => {
+                Some(AfterReply::WaitReplicas(wait)) => {
                     self.leave_lane();
                     self.flush().await?;
-                    self.send_snapshot(killed.as_mut()).await?;
+                    let Some(count) = self.wait_replicas(wait, killed.as_mut()).await else {
+                        return Ok(Batch::Close);
+                    };
+                    Writer::new(&mut self.write_buf, self.client.protocol).integer(count as i64);
+                }
+                Some(AfterReply::Sync(start)) => {
+                    self.leave_lane();
+                    self.flush().await?;
+                    self.serve_replica(start, killed.as_mut()).await?;
                     return Ok(Batch::Close);
                 }
                 Some(AfterReply::WaitForScript) => {
@@ -844,37 +854,6 @@ impl<'a> Connection<'a> {
     /// runs past `busy-reply-threshold` before the job starts, the job is
     /// given up and the reply is BUSY, as the command would have got had
     /// it arrived a moment later.
-    /// SYNC or PSYNC: sends the RDB payload the save thread writes, a few
-    /// chunks at a time, diskless if the peer announced `capa eof`.
-    async fn send_snapshot(
-        &mut self,
-        mut killed: Pin<&mut impl Future<Output = ()>>,
-    ) -> std::io::Result<()> {
-        use crate::persistence::save::{request_payload, PayloadFormat, EOF_MARK_LEN};
-        let format = match self.client.replica_handshake.capa_eof {
-            true => {
-                let mut mark = [0u8; EOF_MARK_LEN];
-                for byte in &mut mark {
-                    *byte = b"0123456789abcdef"[rand::random::<usize>() % 16];
-                }
-                PayloadFormat::EofMark(mark)
-            }
-            false => PayloadFormat::Length,
-        };
-        let (out, mut chunks) = tokio::sync::mpsc::channel(4);
-        if !request_payload(self.server, format, out) {
-            return Err(std::io::Error::other("the save thread is gone"));
-        }
-        while let Some(chunk) = chunks.recv().await {
-            tokio::select! {
-                written = self.socket.write_all(&chunk) => written?,
-                _ = &mut killed => return Ok(()),
-            }
-            self.server.stats.count_output(chunk.len());
-        }
-        Ok(())
-    }
-
     async fn wait_script(
         &mut self,
         job: crate::scripting::Job,

@@ -43,6 +43,7 @@ use tokio::sync::{mpsc, watch};
 use crate::client::Clients;
 use crate::cmd::Table;
 use crate::config::Config;
+use crate::replication::journal::Journal;
 use crate::stats::Stats;
 use crate::{connection, notice, warning};
 
@@ -142,9 +143,12 @@ pub struct HotConfig {
     pub maxclients: AtomicU64,
     /// `busy-reply-threshold` in ms (see `crate::scripting::gate`).
     pub busy_reply_threshold_ms: AtomicU64,
-    /// `min-replicas-to-write`: keel has no replicas, so while it is above
-    /// 0 every write is refused, as Redis refuses them without enough.
+    /// `min-replicas-to-write`: while above 0, a primary refuses writes
+    /// unless that many replicas acknowledged within
+    /// `min_replicas_max_lag` seconds.
     pub min_replicas_to_write: AtomicU64,
+    /// `min-replicas-max-lag`.
+    pub min_replicas_max_lag: AtomicU64,
 }
 
 impl Server {
@@ -183,6 +187,7 @@ impl Server {
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
+        let backlog = server.replication.backlog.clone();
         server
             .store
             .set_key_event_hook(Box::new(move |event, db, key| {
@@ -192,8 +197,15 @@ impl Server {
                     keel_store::KeyEvent::Evicted => (KeyspaceEvents::EVICTED, "evicted"),
                     keel_store::KeyEvent::New => (KeyspaceEvents::NEW, "new"),
                 };
+                if event != keel_store::KeyEvent::New {
+                    Journal { backlog: &backlog }.deleted(db, key);
+                }
                 pubsub.notify(class, name, db, key);
             }));
+        let backlog = server.replication.backlog.clone();
+        server
+            .store
+            .set_write_hook(Box::new(move || Journal { backlog: &backlog }.wrote()));
         server
             .store
             .set_free_expired_hook(Box::new(crate::lazyfree::free_expired));
@@ -213,7 +225,13 @@ impl Server {
     /// Whether writes are refused for want of replicas (see
     /// [`HotConfig::min_replicas_to_write`]).
     pub fn lacks_replicas(&self) -> bool {
-        self.hot.min_replicas_to_write.load(Ordering::Relaxed) > 0
+        let needed = self.hot.min_replicas_to_write.load(Ordering::Relaxed);
+        if needed == 0 || self.replication.is_replica() {
+            return false;
+        }
+        let max_lag = self.hot.min_replicas_max_lag.load(Ordering::Relaxed);
+        let good = self.replication.backlog.good_replicas(max_lag, unix_ms());
+        (good as u64) < needed
     }
 
     pub fn apply(&self, config: &Config) {
@@ -252,6 +270,14 @@ impl Server {
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(0),
             ),
+            (
+                &self.hot.min_replicas_max_lag,
+                config
+                    .accepted
+                    .get("min-replicas-max-lag")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(10),
+            ),
         ];
         for (hot, value) in settings {
             hot.store(value, Ordering::Relaxed);
@@ -263,6 +289,11 @@ impl Server {
             .set_report_new_keys(self.pubsub.notifies(crate::pubsub::KeyspaceEvents::NEW));
         self.pubsub
             .set_limits(config.client_output_buffer_limit_pubsub);
+        let backlog_size = crate::config::parse_memory(&config.value("repl-backlog-size"));
+        self.replication.backlog.set_limits(
+            backlog_size.unwrap_or(1 << 20) as usize,
+            config.client_output_buffer_limit_replica.hard as usize,
+        );
         self.pubsub.set_monitor_limits(limits);
         let threshold = config.latency_monitor_threshold;
         self.stats.latency_monitor.set_threshold_ms(threshold);
@@ -739,6 +770,7 @@ fn start_maintenance(server: Arc<Server>, may_raise_priority: bool) -> std::io::
                     sample_throughput(server.clone()),
                     expire_keys(server.clone()),
                     crate::persistence::save::run_schedule(server.clone()),
+                    crate::replication::ping_replicas(server.clone()),
                     crate::eviction::evict_ahead(server),
                 );
             });

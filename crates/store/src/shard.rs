@@ -157,6 +157,11 @@ pub struct Shard {
     s3fifo: Option<S3Fifo>,
     /// This shard's part of the snapshot being saved, if one is.
     snapshot: Option<Box<ShardSnapshot>>,
+    /// Writes that changed a key here (set, changed in place, deleted
+    /// while live): a write guard compares it before and after to tell
+    /// whether its command changed anything. Reclaiming expired keys and
+    /// evicting do not count; they are reported as key events.
+    changes: u64,
 }
 
 impl Shard {
@@ -177,7 +182,19 @@ impl Shard {
             expired_by_writers: Vec::new(),
             s3fifo: None,
             snapshot: None,
+            changes: 0,
         }
+    }
+
+    /// How many writes changed a key here (see the field).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Continues the change count of `old`, the shard this one replaces
+    /// (FLUSHDB), counting the flush as a change.
+    pub(crate) fn continue_changes_of(&mut self, old: &Shard) {
+        self.changes = old.changes + 1;
     }
 
     /// Brings the shard's S3-FIFO queues in line with the policy:
@@ -269,6 +286,9 @@ impl Shard {
         std::mem::swap(self, other);
         std::mem::swap(&mut self.watchers, &mut other.watchers);
         std::mem::swap(&mut self.snapshot, &mut other.snapshot);
+        std::mem::swap(&mut self.changes, &mut other.changes);
+        self.changes += 1;
+        other.changes += 1;
     }
 
     /// Takes over the snapshot of `old`, the shard this one replaces
@@ -539,6 +559,7 @@ impl Shard {
     /// (same slot). Returns the previous value if it was live.
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
         self.touch(entry.key());
+        self.changes += 1;
         if let Some(slot) = self.find(entry.key()) {
             self.preserve_for_snapshot(slot);
             self.unaccount(slot);
@@ -588,6 +609,7 @@ impl Shard {
             self.note_expired_by_writer(entry);
             return None;
         }
+        self.changes += 1;
         Some(entry)
     }
 
@@ -843,6 +865,7 @@ impl EntryMut<'_> {
     /// Deletes the entry and returns it.
     pub fn remove(mut self) -> Entry {
         self.sync_bytes();
+        self.shard.changes += 1;
         let entry = self.shard.take_slot(self.slot);
         self.slot = u32::MAX;
         entry
@@ -867,6 +890,7 @@ impl Drop for EntryMut<'_> {
         if self.slot != u32::MAX {
             self.sync_bytes();
             if self.modified {
+                self.shard.changes += 1;
                 self.shard.touch(self.entry().key());
             }
         }

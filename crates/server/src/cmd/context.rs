@@ -14,6 +14,7 @@ use keel_resp::{ReplyLimit, Writer};
 use crate::client::Client;
 use crate::eviction::Room;
 pub use crate::pubsub::{KeyspaceEvents as Events, Notifier};
+pub use crate::replication::journal;
 use crate::server::Server;
 
 pub mod bitmap;

@@ -15,6 +15,7 @@ use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
 use super::registry::Table;
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::eviction::Room;
+use crate::replication::journal::Recording;
 use crate::server::Server;
 use crate::stats::Outcome;
 
@@ -529,7 +530,7 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
 /// reservation ends (the next command of an EXEC does not count it twice).
 fn run_with_room(
     ctx: &mut Ctx,
-    spec: &Spec,
+    spec: &'static Spec,
     args: &[Bytes],
     reply_start: usize,
 ) -> Result<(), Error> {
@@ -537,7 +538,13 @@ fn run_with_room(
     let mut made = 0;
     let result = loop {
         ctx.room_made = made;
-        let result = (spec.run)(ctx, args);
+        let result = {
+            // What the replicas are sent of it (see `replication::journal`).
+            let _recording = spec
+                .has_flag("write")
+                .then(|| Recording::command(spec, args, ctx.client.db, ctx.now_ms));
+            (spec.run)(ctx, args)
+        };
         let Some(needed) = ctx.room_needed.take() else {
             break result;
         };

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,8 @@ use keel_store::{Entry, SHARDS_PER_DB};
 
 use super::values::{plain, thresholds};
 use super::Settings;
+use crate::replication::backlog::ReplicaLink;
+use crate::replication::History;
 use crate::server::{unix_ms, Server};
 use crate::{notice, warning};
 
@@ -41,25 +44,45 @@ pub struct Snapshot {
     _claim: super::SnapshotClaim,
     libraries: Vec<Bytes>,
     sizes: Vec<keel_store::DbSize>,
+    /// Where the data was in its replication history at the instant.
+    pub history: History,
 }
 
 /// Takes the instant a snapshot saves (see `keel_store::snapshot`), with
 /// the claim to the store's one snapshot. BGSAVE takes it before it
 /// replies, as Redis forks before it replies: every write acknowledged
 /// after the reply is left out of the file.
-pub fn take_instant(server: &Server, claim: super::SnapshotClaim) -> Snapshot {
+///
+/// For a replica, the replication buffer starts recording at that instant
+/// if it was not, and the replica is to be sent the stream from there: it
+/// continues from the snapshot's offset exactly (see
+/// `crate::replication::journal`).
+pub fn take_instant(
+    server: &Server,
+    claim: super::SnapshotClaim,
+    replica: Option<&ReplicaLink>,
+) -> Snapshot {
     // The libraries are read just before the instant: FUNCTION commands
     // change them, never a script's writes. A script holds the shards it
     // writes while it runs, so the instant falls before or after it.
     let libraries = server.scripting.library_codes();
-    let sizes = {
+    let replication = &server.replication;
+    let (sizes, history) = {
         let _priority = crate::priority::WorkersPriority::begin();
-        server.store.begin_snapshot(unix_ms())
+        server.store.begin_snapshot(unix_ms(), || match replica {
+            Some(replica) => {
+                let history = replication.record_from_here(true);
+                replica.sent.store(history.offset, Ordering::Relaxed);
+                history
+            }
+            None => replication.history_now(),
+        })
     };
     Snapshot {
         _claim: claim,
         libraries,
         sizes,
+        history,
     }
 }
 
@@ -71,7 +94,7 @@ pub fn write_rdb<W: Write>(
     settings: &Settings,
     snapshot: Snapshot,
 ) -> std::io::Result<(W, u64)> {
-    let written = write_instant(server, out, settings, &snapshot.libraries, &snapshot.sizes);
+    let written = write_instant(server, out, settings, &snapshot);
     if written.is_err() {
         server.store.abort_snapshot();
     }
@@ -82,9 +105,9 @@ fn write_instant<W: Write>(
     server: &Server,
     out: W,
     settings: &Settings,
-    libraries: &[Bytes],
-    sizes: &[keel_store::DbSize],
+    snapshot: &Snapshot,
 ) -> std::io::Result<(W, u64)> {
+    let (libraries, sizes) = (&snapshot.libraries, &snapshot.sizes);
     let store = &server.store;
     let limits = store.encodings.limits();
     let mut file = Writer::new(
@@ -95,7 +118,7 @@ fn write_instant<W: Write>(
             thresholds: thresholds(&limits),
         },
     )?;
-    for (field, value) in aux_fields(server) {
+    for (field, value) in aux_fields(&snapshot.history) {
         file.aux(field.as_bytes(), value.as_bytes())?;
     }
     for code in libraries {
@@ -176,8 +199,7 @@ impl<'a> KeyMetaOf<'a> {
 /// The AUX fields Redis 7.0 writes at the top of a file. The replication
 /// id and offset let a replica restarted from the file continue with a
 /// partial resync, as Redis 7's do.
-fn aux_fields(server: &Server) -> Vec<(&'static str, String)> {
-    let history = server.replication.history_now();
+fn aux_fields(history: &History) -> Vec<(&'static str, String)> {
     vec![
         (
             "redis-ver",
@@ -187,7 +209,7 @@ fn aux_fields(server: &Server) -> Vec<(&'static str, String)> {
         ("ctime", (unix_ms() / 1000).to_string()),
         ("used-mem", crate::memory::sample().allocated.to_string()),
         ("repl-stream-db", history.stream_db.to_string()),
-        ("repl-id", history.replid),
+        ("repl-id", history.replid.clone()),
         ("repl-offset", history.offset.to_string()),
         ("aof-base", "0".into()),
     ]
@@ -270,7 +292,7 @@ pub fn save_with(server: &Server, claim: super::SnapshotClaim) -> Result<(), Sav
     let settings = Settings::of(&server.config.read());
     let dirty_before = server.persistence.dirty();
     let started = Instant::now();
-    let snapshot = take_instant(server, claim);
+    let snapshot = take_instant(server, claim, None);
     let result = save_to_file(server, &settings, snapshot);
     match &result {
         Ok(keys) => {
@@ -323,9 +345,21 @@ pub enum Job {
     /// connection that asked (see [`send_payload`]).
     Payload {
         settings: Settings,
-        format: PayloadFormat,
-        out: tokio::sync::mpsc::Sender<Bytes>,
+        request: PayloadRequest,
     },
+}
+
+/// What a connection asks of a full synchronisation's payload.
+pub struct PayloadRequest {
+    pub format: PayloadFormat,
+    /// Where the chunks go.
+    pub out: tokio::sync::mpsc::Sender<Bytes>,
+    /// Told where the snapshot is in the replication history, once its
+    /// instant is taken (for `+FULLRESYNC`).
+    pub instant: tokio::sync::oneshot::Sender<History>,
+    /// The replica that follows the stream from there (see
+    /// [`take_instant`]); `None` for `rdb-only`.
+    pub replica: Option<Arc<ReplicaLink>>,
 }
 
 /// How a full synchronisation's payload is framed.
@@ -360,12 +394,8 @@ pub fn start(server: Arc<Server>, may_lower_priority: bool) -> std::io::Result<(
                         settings,
                         dirty_before,
                     } => background_save(&saver, &settings, dirty_before, snapshot),
-                    Job::Payload {
-                        settings,
-                        format,
-                        out,
-                    } => {
-                        if let Err(e) = send_payload(&saver, &settings, format, out) {
+                    Job::Payload { settings, request } => {
+                        if let Err(e) = send_payload(&saver, &settings, request) {
                             warning!("Full synchronisation payload not sent: {e}");
                         }
                     }
@@ -399,16 +429,20 @@ fn background_save(server: &Server, settings: &Settings, dirty_before: u64, snap
 fn send_payload(
     server: &Server,
     settings: &Settings,
-    format: PayloadFormat,
-    out: tokio::sync::mpsc::Sender<Bytes>,
+    request: PayloadRequest,
 ) -> Result<(), String> {
     let mut chunks = ChunkSender {
-        out,
+        out: request.out,
         buf: Vec::with_capacity(PAYLOAD_CHUNK),
     };
     let io = |e: std::io::Error| e.to_string();
-    let snapshot = take_instant(server, server.persistence.wait_for_snapshot());
-    match format {
+    let claim = server.persistence.wait_for_snapshot();
+    let snapshot = take_instant(server, claim, request.replica.as_deref());
+    if request.instant.send(snapshot.history.clone()).is_err() {
+        server.store.abort_snapshot();
+        return Err("the connection is gone".into());
+    }
+    match request.format {
         PayloadFormat::EofMark(mark) => {
             chunks.write_all(b"$EOF:").map_err(io)?;
             chunks.write_all(&mark).map_err(io)?;
@@ -438,17 +472,11 @@ fn send_payload(
 
 /// Asks the save thread to send a full synchronisation's payload to
 /// `out`; false if the thread is gone.
-pub fn request_payload(
-    server: &Server,
-    format: PayloadFormat,
-    out: tokio::sync::mpsc::Sender<Bytes>,
-) -> bool {
+pub fn request_payload(server: &Server, request: PayloadRequest) -> bool {
     let settings = Settings::of(&server.config.read());
-    server.persistence.send_to_save_thread(Job::Payload {
-        settings,
-        format,
-        out,
-    })
+    server
+        .persistence
+        .send_to_save_thread(Job::Payload { settings, request })
 }
 
 /// A writer whose bytes go to a connection in chunks, waiting while the
@@ -490,7 +518,7 @@ pub fn start_bgsave(server: &Server) -> Result<(), NotStarted> {
     };
     server.persistence.begin_bgsave(unix_ms() / 1000);
     let job = Job::Save {
-        snapshot: take_instant(server, claim),
+        snapshot: take_instant(server, claim, None),
         settings: Settings::of(&server.config.read()),
         dirty_before: server.persistence.dirty(),
     };

@@ -19,10 +19,13 @@
 //! DEL arrives, and `maxmemory` is the primary's to enforce), so the
 //! dataset follows the primary's exactly.
 //!
-//! Not yet: keel as a primary streaming to replicas (SYNC sends a snapshot
-//! and closes, and a replica is refused; see `cmd/replication/sync.rs` and
-//! `docs/replication.md`).
+//! As a primary, keel records its writes for replicas in a replication
+//! buffer (`backlog.rs`), in the order and form `journal.rs` explains, and
+//! each replica's connection sends it the stream from there, after a
+//! snapshot (`+FULLRESYNC`) or from where it stopped (`+CONTINUE`).
 
+pub mod backlog;
+pub mod journal;
 pub mod replica;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,8 +85,15 @@ pub struct Replication {
     /// Full synchronisations served (SYNC, PSYNC), INFO's `sync_full`.
     pub syncs_served: AtomicU64,
     /// PSYNCs that asked to continue and got a full synchronisation
-    /// instead, INFO's `sync_partial_err` (keel keeps no backlog yet).
+    /// instead, INFO's `sync_partial_err`.
     pub partial_syncs_refused: AtomicU64,
+    /// PSYNCs continued from the backlog, INFO's `sync_partial_ok`.
+    pub partial_syncs_served: AtomicU64,
+    /// The stream recorded for replicas, while a primary.
+    pub backlog: std::sync::Arc<backlog::Backlog>,
+    /// The last offset of the second id's history (`second_repl_offset`),
+    /// up to which a replica of the previous primary may continue.
+    second_offset: AtomicU64,
 }
 
 /// What the link is doing.
@@ -113,7 +123,12 @@ pub struct Status {
     pub replid: String,
     pub replid2: String,
     pub offset: u64,
+    /// `second_repl_offset`, once the data has a second id.
+    pub second_offset: Option<u64>,
 }
+
+/// `second_offset` before the data has a second id.
+const NO_SECOND_OFFSET: u64 = u64::MAX;
 
 impl Replication {
     /// A primary whose data has the replication id `replid`.
@@ -132,6 +147,9 @@ impl Replication {
             stream_db: std::sync::atomic::AtomicUsize::new(0),
             syncs_served: AtomicU64::new(0),
             partial_syncs_refused: AtomicU64::new(0),
+            partial_syncs_served: AtomicU64::new(0),
+            backlog: Default::default(),
+            second_offset: AtomicU64::new(NO_SECOND_OFFSET),
         }
     }
 
@@ -164,6 +182,12 @@ impl Replication {
         if primary.is_none() && current.1.is_some() {
             let mut ids = self.ids.lock();
             ids.1 = std::mem::replace(&mut ids.0, new_replid());
+            let offset = self.offset.load(Ordering::Relaxed);
+            self.second_offset.store(offset + 1, Ordering::Relaxed);
+        }
+        if primary.is_some() && self.backlog.active() {
+            self.offset.store(self.backlog.end(), Ordering::Relaxed);
+            self.backlog.stop();
         }
         self.replica.store(primary.is_some(), Ordering::Relaxed);
         self.link_up.store(false, Ordering::Relaxed);
@@ -184,8 +208,46 @@ impl Replication {
             link: *self.link.lock(),
             replid: ids.0,
             replid2: ids.1,
-            offset: self.offset.load(Ordering::Relaxed),
+            offset: self.master_offset(),
+            second_offset: match self.second_offset.load(Ordering::Relaxed) {
+                NO_SECOND_OFFSET => None,
+                offset => Some(offset),
+            },
         }
+    }
+
+    /// The offset the data is at: the end of the stream recorded while a
+    /// primary that records one, else how far the primary's was applied.
+    pub fn master_offset(&self) -> u64 {
+        match self.backlog.active() {
+            true => self.backlog.end(),
+            false => self.offset.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts recording the stream for replicas, if not yet (see
+    /// `backlog.rs`); `selected_reset` forces a SELECT before the next
+    /// command, for a replica starting from a snapshot. Returns the history
+    /// at this point.
+    pub fn record_from_here(&self, selected_reset: bool) -> History {
+        let offset = self.offset.load(Ordering::Relaxed);
+        let offset = self.backlog.start(offset, selected_reset);
+        History {
+            replid: self.ids.lock().0.clone(),
+            offset,
+            stream_db: 0,
+        }
+    }
+
+    /// Whether a replica asking to continue history `replid` from byte
+    /// `offset` (PSYNC's, one past what it has) can be sent the rest from
+    /// the backlog: the id is this data's, or the previous one up to where
+    /// it ended.
+    pub fn can_continue(&self, replid: &str, offset: u64) -> bool {
+        let ids = self.ids.lock().clone();
+        let known = replid == ids.0
+            || (replid == ids.1 && offset <= self.second_offset.load(Ordering::Relaxed));
+        known && offset > 0 && self.backlog.holds_from(offset - 1)
     }
 
     fn set_state(&self, state: LinkState) {
@@ -224,7 +286,7 @@ impl Replication {
     pub fn history_now(&self) -> History {
         History {
             replid: self.ids.lock().0.clone(),
-            offset: self.offset.load(Ordering::Relaxed),
+            offset: self.master_offset(),
             stream_db: self.stream_db.load(Ordering::Relaxed),
         }
     }
@@ -233,6 +295,8 @@ impl Replication {
     /// `offset`.
     fn reset_history(&self, replid: String, offset: u64) {
         *self.ids.lock() = (replid, "0".repeat(40));
+        self.second_offset
+            .store(NO_SECOND_OFFSET, Ordering::Relaxed);
         self.offset.store(offset, Ordering::Relaxed);
         self.stream_db.store(0, Ordering::Relaxed);
     }
@@ -243,6 +307,8 @@ impl Replication {
         let mut ids = self.ids.lock();
         if ids.0 != replid {
             ids.1 = std::mem::replace(&mut ids.0, replid);
+            let offset = self.offset.load(Ordering::Relaxed);
+            self.second_offset.store(offset + 1, Ordering::Relaxed);
         }
     }
 
@@ -254,9 +320,41 @@ impl Replication {
 /// REPLICAOF: follows `primary` (`None`: becomes a primary), with expiry
 /// held while a replica. False if `primary` is followed already.
 pub fn follow(server: &crate::server::Server, primary: Option<Primary>) -> bool {
+    let promoted = primary.is_none() && server.replication.is_replica();
     server.store.hold_expiry(primary.is_some());
     crate::log::set_replica(primary.is_some());
-    server.replication.follow(primary)
+    if !server.replication.follow(primary) {
+        return false;
+    }
+    // A promoted replica records from here at once, so the other replicas
+    // of its old primary can continue from it (PSYNC with the old id).
+    if promoted {
+        server.replication.record_from_here(true);
+    }
+    true
+}
+
+/// Sends replicas a PING every `repl-ping-replica-period` seconds, in the
+/// stream (it counts in the offset, as Redis's does), so a replica with no
+/// writes to apply still sees its primary alive and does not time out.
+pub async fn ping_replicas(server: std::sync::Arc<crate::server::Server>) {
+    let mut last_ping = std::time::Instant::now();
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let period = server
+            .config
+            .read()
+            .value("repl-ping-replica-period")
+            .parse()
+            .unwrap_or(10);
+        let backlog = &server.replication.backlog;
+        if last_ping.elapsed().as_secs() < period || backlog.replicas().is_empty() {
+            continue;
+        }
+        last_ping = std::time::Instant::now();
+        backlog.record([(None, &[bytes::Bytes::from_static(b"PING")][..])]);
+    }
 }
 
 /// A fresh replication id: 40 hex digits.

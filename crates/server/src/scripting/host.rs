@@ -8,6 +8,8 @@ use bytes::{Bytes, BytesMut};
 use keel_resp::{Frame, Protocol};
 use keel_store::ShardsLocked;
 
+use crate::replication::journal::Block;
+
 use crate::client::{Client, ClientHandle};
 use crate::cmd::{self, Lookup};
 use crate::server::Server;
@@ -38,6 +40,9 @@ pub struct ScriptHost<'s> {
     client: Client,
     now_ms: u64,
     declared: Vec<(usize, Bytes)>,
+    /// The script's writes, sent to replicas together before its shards
+    /// are released.
+    block: Block<'s>,
     /// The shards the script holds and the claims behind them; `None`
     /// inside EXEC, which holds every shard.
     locked: Option<(ShardsLocked<'s>, Vec<u64>)>,
@@ -72,6 +77,7 @@ impl<'s> ScriptHost<'s> {
             client: script_client(server, db),
             now_ms,
             declared: keys.iter().map(|k| (db, k.clone())).collect(),
+            block: Block::open(&server.replication.backlog),
             locked,
             limits,
             wrote: false,
@@ -81,6 +87,7 @@ impl<'s> ScriptHost<'s> {
 
     /// Releases the script's shards.
     pub fn end(self) -> Ended {
+        drop(self.block);
         drop(self.locked);
         Ended {
             reached_undeclared_keys: self.reached_undeclared,

@@ -76,6 +76,7 @@ impl<'a> Db<'a> {
         guard.follow_policy(access.s3fifo_epoch(), self.store.clock());
         WriteShard {
             bytes_before,
+            changes_before: guard.changes(),
             guard,
             counts: &self.counts[index],
             store: self.store,
@@ -224,6 +225,7 @@ impl<'a> Db<'a> {
                 let mut old = std::mem::replace(&mut **g.guard, Shard::new(self.store.hasher));
                 g.guard.adopt_watchers(&old);
                 g.guard.adopt_snapshot(&mut old);
+                g.guard.continue_changes_of(&old);
                 old
             })
             .collect()

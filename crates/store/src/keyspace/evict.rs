@@ -46,8 +46,8 @@ fn gcd(a: usize, b: usize) -> usize {
 
 /// What one eviction attempt did.
 enum Attempt {
-    /// This key, from this database, went.
-    Evicted(usize, Entry),
+    /// This key went (reported already).
+    Evicted(Entry),
     /// Nothing went this time, but a key may next time.
     Retry,
     /// No key qualifies under the policy.
@@ -84,9 +84,8 @@ impl Store {
             policy => self.evict_sampled(policy, now_ms),
         };
         match attempt {
-            Attempt::Evicted(db_no, entry) => {
+            Attempt::Evicted(entry) => {
                 self.evicted_keys.fetch_add(1, Ordering::Relaxed);
-                self.emit(KeyEvent::Evicted, db_no, entry.key());
                 free(entry);
                 true
             }
@@ -140,7 +139,7 @@ impl Store {
         };
         let mut shard = self.db(db_no, now_ms).guard(shard_no);
         match shard.guard.evict_s3fifo() {
-            Some(entry) => Attempt::Evicted(db_no, entry),
+            Some(entry) => self.evicted(db_no, entry),
             None => Attempt::Retry,
         }
     }
@@ -196,10 +195,18 @@ impl Store {
         let Some((_, db_no, key)) = best else {
             return Attempt::NothingEligible;
         };
-        match self.db(db_no, now_ms).write(&key).remove(&key) {
-            Some(entry) => Attempt::Evicted(db_no, entry),
+        let mut shard = self.db(db_no, now_ms).write(&key);
+        match shard.remove(&key) {
+            Some(entry) => self.evicted(db_no, entry),
             None => Attempt::Retry,
         }
+    }
+
+    /// Reports an evicted key while its shard is still locked, so its
+    /// deletion is recorded before any later write to it (replication).
+    fn evicted(&self, db_no: usize, entry: Entry) -> Attempt {
+        self.emit(KeyEvent::Evicted, db_no, entry.key());
+        Attempt::Evicted(entry)
     }
 }
 

@@ -49,11 +49,13 @@ impl Store {
                     .reclaim_expired(now_ms, max_per_shard, &mut unlinked);
                 done.add(reclaimed);
                 more |= guard.guard.next_deadline().is_some_and(|at| at <= now_ms);
-                drop(guard);
-                for entry in unlinked.drain(..) {
+                // Reported under the lock, so each deletion is recorded
+                // before any later write to its key (replication).
+                for entry in &unlinked {
                     self.emit(KeyEvent::Expired, db_no, entry.key());
-                    free(entry);
                 }
+                drop(guard);
+                unlinked.drain(..).for_each(&mut free);
                 self.record_lag(now_ms, reclaimed);
                 drop(held);
             }

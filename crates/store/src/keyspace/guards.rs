@@ -103,11 +103,15 @@ impl Drop for ReadShard<'_> {
                 shard
                     .guard
                     .reclaim_expired(self.db.now_ms, MAX_RECLAIMED_ON_READ, &mut unlinked);
-            drop(shard);
-            for entry in unlinked {
+            // Reported under the lock, so the deletion is recorded before
+            // any later write to the key (replication).
+            for entry in &unlinked {
                 self.db
                     .store
                     .emit(KeyEvent::Expired, self.db.index, entry.key());
+            }
+            drop(shard);
+            for entry in unlinked {
                 self.db.store.free_expired(entry);
             }
             self.db.store.record_lag(self.db.now_ms, done);
@@ -124,6 +128,8 @@ pub struct WriteShard<'a> {
     pub(super) db: usize,
     pub(super) now_ms: u64,
     pub(super) bytes_before: usize,
+    /// The shard's change count when locked (see [`Shard::changes`]).
+    pub(super) changes_before: u64,
     /// See `Db::touch`.
     pub(super) touch: bool,
 }
@@ -250,13 +256,29 @@ impl Vacant<'_, '_> {
     }
 }
 
-impl Drop for WriteShard<'_> {
-    fn drop(&mut self) {
-        // Still under the lock: the free hook queues these or leaves them to
-        // `drop_unlocked`, which drops them once the guard is released.
+impl WriteShard<'_> {
+    /// Reports the expired keys this write removed on its way, under the
+    /// lock: the free hook queues them or leaves them to `drop_unlocked`,
+    /// which drops them once the guard is released.
+    fn report_expired(&mut self) {
         for entry in self.guard.take_expired_by_writers() {
             self.store.emit(KeyEvent::Expired, self.db, entry.key());
             self.store.free_expired(entry);
+        }
+    }
+
+    fn changed(&self) -> bool {
+        self.guard.changes() != self.changes_before
+    }
+}
+
+impl Drop for WriteShard<'_> {
+    fn drop(&mut self) {
+        // Expired keys first: their deletion comes before the write that
+        // met them, wherever the write is recorded.
+        self.report_expired();
+        if self.changed() {
+            self.store.wrote();
         }
         self.counts.publish(&self.guard, self.now_ms);
         let growth = self.guard.table_growth_of_next_insert();
@@ -307,6 +329,18 @@ impl<'a> MultiWrite<'a> {
         &mut self.guards[at].1
     }
 }
+impl Drop for MultiWrite<'_> {
+    /// Reports every shard's expired keys before the write is reported
+    /// (see [`Store::set_write_hook`]), while every shard is still held;
+    /// the guards' own drops then find nothing more to report.
+    fn drop(&mut self) {
+        self.guards.iter_mut().for_each(|(_, g)| g.report_expired());
+        if self.guards.iter().any(|(_, g)| g.changed()) {
+            self.db.store.wrote();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::keyspace::{s, Store};

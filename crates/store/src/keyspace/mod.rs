@@ -71,11 +71,16 @@ pub type KeyEventHook = Box<dyn Fn(KeyEvent, usize, &[u8]) + Send + Sync>;
 /// background or in place, as `lazyfree-lazy-expire` says).
 pub type FreeHook = Box<dyn Fn(crate::entry::Entry) + Send + Sync>;
 
+/// What the store calls when a write changed the keyspace (see
+/// [`Store::set_write_hook`]).
+pub type WriteHook = Box<dyn Fn() + Send + Sync>;
+
 /// Holds the hooks; its own type so the store stays `Debug`.
 #[derive(Default)]
 struct KeyEvents {
     notify: std::sync::OnceLock<KeyEventHook>,
     free_expired: std::sync::OnceLock<FreeHook>,
+    wrote: std::sync::OnceLock<WriteHook>,
 }
 
 impl std::fmt::Debug for KeyEvents {
@@ -253,6 +258,22 @@ impl Store {
         // Bits 32.. of the hash: the shard's index uses the low bits for
         // bucket positions and the top 7 for its tags.
         ((self.hasher.hash_one(key) >> 32) as usize) % SHARDS_PER_DB
+    }
+
+    /// Sets the hook called when a write guard that changed a key is
+    /// released, while its shard locks (all of them, for several taken
+    /// together or a transaction's) are still held, and after the key
+    /// events of that write. Two writes to one key thus reach the hook in
+    /// the order they ran: the server records its replication stream there.
+    /// Key events are also emitted under the lock of their key's shard.
+    pub fn set_write_hook(&self, hook: WriteHook) {
+        let _ = self.key_events.wrote.set(hook);
+    }
+
+    fn wrote(&self) {
+        if let Some(hook) = self.key_events.wrote.get() {
+            hook();
+        }
     }
 
     fn emit(&self, event: KeyEvent, db: usize, key: &[u8]) {

@@ -22,8 +22,14 @@ pub struct DbSize {
 impl Store {
     /// Takes a snapshot's instant, `now_ms`: with every shard of every
     /// database write-locked in the global order, each starts its part.
-    /// Returns each database's size then. Any running snapshot is replaced.
-    pub fn begin_snapshot(&self, now_ms: u64) -> Vec<DbSize> {
+    /// Returns each database's size then, and what `at_instant` returns,
+    /// called with every lock held: what must be read at that same instant
+    /// (where the replication stream is). Any running snapshot is replaced.
+    pub fn begin_snapshot<T>(
+        &self,
+        now_ms: u64,
+        at_instant: impl FnOnce() -> T,
+    ) -> (Vec<DbSize>, T) {
         let mut guards: Vec<_> = self
             .dbs
             .iter()
@@ -41,8 +47,9 @@ impl Store {
                 size
             })
             .collect();
+        let seen = at_instant();
         drop(guards);
-        sizes
+        (sizes, seen)
     }
 
     /// Walks up to `max_slots` more slots of shard `shard` of database `db`
@@ -143,7 +150,7 @@ mod tests {
             }
             let at_ms = 1_000;
             let expected = everything(&store, at_ms);
-            let sizes = store.begin_snapshot(at_ms);
+            let (sizes, ()) = store.begin_snapshot(at_ms, || ());
             assert_eq!(sizes.len(), 3);
 
             let mut saved = Keyspace::new();

@@ -347,16 +347,19 @@ enum Kind {
     Normal,
     /// A replica's link to its primary.
     Master,
+    /// A replica fed by this server.
+    Replica,
 }
 
 impl Kind {
     fn of(handle: &ClientHandle) -> Kind {
-        match handle
-            .primary_link
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            true => Kind::Master,
-            false => Kind::Normal,
+        use std::sync::atomic::Ordering::Relaxed;
+        if handle.primary_link.load(Relaxed) {
+            Kind::Master
+        } else if handle.replica.load(Relaxed) {
+            Kind::Replica
+        } else {
+            Kind::Normal
         }
     }
 }
@@ -367,7 +370,8 @@ enum Types {
     /// No TYPE option.
     Any,
     Only(Kind),
-    /// A kind Redis has that keel has no client of (replica, pubsub).
+    /// A kind Redis has that keel has no client of (pubsub: subscribers
+    /// are normal clients here).
     Missing,
 }
 
@@ -386,7 +390,8 @@ fn client_type(kind: &[u8]) -> Result<Types, Error> {
     match kind {
         k if is(k, "normal") => Ok(Types::Only(Kind::Normal)),
         k if is(k, "master") => Ok(Types::Only(Kind::Master)),
-        k if ["replica", "slave", "pubsub"].iter().any(|t| is(k, t)) => Ok(Types::Missing),
+        k if is(k, "replica") || is(k, "slave") => Ok(Types::Only(Kind::Replica)),
+        k if is(k, "pubsub") => Ok(Types::Missing),
         _ => Err(format!(
             "ERR Unknown client type '{}'",
             String::from_utf8_lossy(kind)

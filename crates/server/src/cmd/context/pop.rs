@@ -288,6 +288,9 @@ fn pop_or_wait(
     let mut locked = db.write_many(&keys);
     for source in sources {
         if let Some(popped) = wait.apply(&mut locked, source, &limits, ctx.notifier())? {
+            if let Some(pop) = wait.propagated(source) {
+                super::journal::propagate_as_one(pop);
+            }
             let key = source.clone();
             write_outcome(&mut ctx.w(), &wait, Some(Outcome::Popped { key, popped }));
             return Ok(());

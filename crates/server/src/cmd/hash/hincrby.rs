@@ -1,11 +1,12 @@
 //! HINCRBY key field increment and HINCRBYFLOAT key field increment: add to
 //! the number in a field (0 when missing), with Redis's errors.
 
+use bytes::Bytes;
 use keel_store::{parse_canonical_i64, Hash};
 
 use crate::cmd::context::collection::{limits, update, Edit, Missing};
 use crate::cmd::context::long_double::hash_increment;
-use crate::cmd::context::{errors, parse_i64, Error, Spec, BASE};
+use crate::cmd::context::{errors, journal, parse_i64, Error, Spec, BASE};
 
 /// HINCRBY.
 pub const HINCRBY: Spec = Spec {
@@ -61,6 +62,13 @@ pub const HINCRBYFLOAT: Spec = Spec {
                 let current = hash.get(&args[2]).unwrap_or(b"0");
                 let text = hash_increment(current, &args[3])?;
                 hash.set(&args[2], text.as_bytes(), &limits);
+                // The result, not the increment (see INCRBYFLOAT).
+                journal::propagate_as_one(vec![
+                    Bytes::from_static(b"HSET"),
+                    args[1].clone(),
+                    args[2].clone(),
+                    Bytes::from(text.clone()),
+                ]);
                 Ok(Edit::changed(text))
             },
         )?;

@@ -37,7 +37,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             "listening-port" => {
                 handshake.listening_port = Some(parse_i64(value)?);
             }
-            "capa" => handshake.capa_eof |= is(value, "eof"),
+            "capa" => {
+                handshake.capa_eof |= is(value, "eof");
+                handshake.capa_psync2 |= is(value, "psync2");
+            }
             "rdb-only" => {
                 handshake.rdb_only = match parse_i64(value).ok() {
                     Some(0) => false,

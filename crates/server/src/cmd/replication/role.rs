@@ -1,6 +1,6 @@
 //! ROLE — this server's place in replication: a primary with its offset
-//! and replicas (keel streams to none yet), or a replica with its primary,
-//! the link's state and its offset.
+//! and its replicas (address, port, acknowledged offset), or a replica
+//! with its primary, the link's state and its offset.
 
 use bytes::Bytes;
 
@@ -22,6 +22,7 @@ pub const SPEC: Spec = Spec {
 
 fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     let status = ctx.server.replication.status();
+    let replicas = ctx.server.replication.backlog.replicas();
     let mut w = ctx.w();
     match status.primary {
         Some(primary) => {
@@ -36,7 +37,14 @@ fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
             w.array(3);
             w.bulk(b"master");
             w.integer(status.offset as i64);
-            w.array(0);
+            w.array(replicas.len());
+            for replica in replicas {
+                w.array(3);
+                w.bulk(replica.ip.as_bytes());
+                w.bulk(replica.port.to_string().as_bytes());
+                let acked = replica.acked.load(std::sync::atomic::Ordering::Relaxed);
+                w.bulk(acked.to_string().as_bytes());
+            }
         }
     }
     Ok(())

@@ -1,22 +1,26 @@
-//! SYNC and PSYNC replicationid offset — a full synchronisation: the
-//! dataset as an RDB payload, diskless (`$EOF:` framing) for a peer that
-//! announced `REPLCONF capa eof`, else written to disk first and sent with
-//! its length. PSYNC answers `+FULLRESYNC <replid> <offset>` first, as a
-//! primary with no backlog to continue from does.
+//! SYNC and PSYNC replicationid offset — a replica asks for the data, then
+//! follows the stream of writes.
 //!
-//! This is what `redis-cli --rdb` uses. The command stream that would
-//! follow for a replica is not served yet: the connection closes once the
-//! payload is sent, as Redis closes it for an `rdb-only` peer. A replica
-//! (a peer that announced its `listening-port`, and not `rdb-only`) is
-//! refused instead: it would take a snapshot, lose the link, and come back
-//! for another every second.
+//! PSYNC continues where the replica stopped when it can: the id is this
+//! data's (or the one before a promotion, up to where that history ended)
+//! and the backlog still holds the stream from that offset. The reply is
+//! then `+CONTINUE` (with the id, for a replica that announced `capa
+//! psync2`) and the stream follows. Otherwise, and for SYNC, a full
+//! synchronisation: the connection answers `+FULLRESYNC <replid> <offset>`
+//! once the snapshot's instant is taken (see `connection.rs`), sends the
+//! snapshot as an RDB payload (diskless, `$EOF:` framing, for a peer that
+//! announced `capa eof`, else written to disk first and sent with its
+//! length), then the stream from that offset.
+//!
+//! A peer that announced `rdb-only` (`redis-cli --rdb`) gets the snapshot
+//! and the connection closes.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::client::AfterReply;
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::client::{AfterReply, SyncStart};
+use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
 
 /// SYNC.
 pub const SYNC: Spec = Spec {
@@ -27,7 +31,7 @@ pub const SYNC: Spec = Spec {
     group: "server",
     summary: "Internal command used for replication",
     complexity: "",
-    run: |ctx, _| full_sync(ctx, None),
+    run: |ctx, _| full_sync(ctx, false),
     ..BASE
 };
 
@@ -41,38 +45,52 @@ pub const PSYNC: Spec = Spec {
     summary: "Internal command used for replication",
     since: "2.8.0",
     complexity: "",
-    run: |ctx, args| full_sync(ctx, Some(&args[1])),
+    run: psync,
     ..BASE
 };
 
-/// A full synchronisation. PSYNC (`psync_id`, the replication id it asks
-/// to continue) is answered FULLRESYNC first, and one that asked to
-/// continue counts as a partial resync refused.
-fn full_sync(ctx: &mut Ctx, psync_id: Option<&Bytes>) -> Result<(), Error> {
-    refuse_replicas(ctx)?;
+fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let replication = &ctx.server.replication;
-    if let Some(id) = psync_id {
-        if &id[..] != b"?" {
-            replication
-                .partial_syncs_refused
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        let line = format!("FULLRESYNC {} 0", replication.status().replid);
-        ctx.w().simple(&line);
+    if &args[1][..] == b"?" {
+        return full_sync(ctx, true);
     }
-    replication.syncs_served.fetch_add(1, Ordering::Relaxed);
-    ctx.client.after_reply = Some(AfterReply::SendSnapshot);
-    Ok(())
+    let replid = String::from_utf8_lossy(&args[1]);
+    let offset = parse_i64(&args[2]).unwrap_or(-1);
+    let follows = !ctx.client.replica_handshake.rdb_only;
+    if follows
+        && !replication.is_replica()
+        && offset > 0
+        && replication.can_continue(&replid, offset as u64)
+    {
+        let ours = replication.status().replid;
+        match ctx.client.replica_handshake.capa_psync2 {
+            true => ctx.w().simple(&format!("CONTINUE {ours}")),
+            false => ctx.w().simple("CONTINUE"),
+        }
+        replication
+            .partial_syncs_served
+            .fetch_add(1, Ordering::Relaxed);
+        let from = offset as u64 - 1;
+        ctx.client.after_reply = Some(AfterReply::Sync(SyncStart::Continue { from }));
+        return Ok(());
+    }
+    replication
+        .partial_syncs_refused
+        .fetch_add(1, Ordering::Relaxed);
+    full_sync(ctx, true)
 }
 
-fn refuse_replicas(ctx: &Ctx) -> Result<(), Error> {
-    let handshake = &ctx.client.replica_handshake;
-    if handshake.listening_port.is_some() && !handshake.rdb_only {
-        crate::warning!(
-            "Replica {} refused: keel does not stream commands to replicas yet",
-            ctx.client.handle.addr
+/// A full synchronisation; `psync` answers `+FULLRESYNC` first.
+fn full_sync(ctx: &mut Ctx, psync: bool) -> Result<(), Error> {
+    let replication = &ctx.server.replication;
+    if replication.is_replica() && !ctx.client.replica_handshake.rdb_only {
+        // A replica of a replica would need the stream this server
+        // receives recorded again; keel records only its own writes.
+        return Err(
+            "ERR keel serves replicas only as a primary; replicate from its primary instead".into(),
         );
-        return Err("ERR keel does not stream commands to replicas yet: a replica can't follow it (REPLCONF rdb-only 1 gets a snapshot)".into());
     }
+    replication.syncs_served.fetch_add(1, Ordering::Relaxed);
+    ctx.client.after_reply = Some(AfterReply::Sync(SyncStart::Full { psync }));
     Ok(())
 }

@@ -225,7 +225,9 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 "mem_fragmentation_bytes",
                 (m.resident as i64 - m.allocated as i64).to_string(),
             );
+            let (_, backlog_bytes) = server.replication.backlog.held();
             put("mem_clients_slaves", "0".into());
+            put("mem_replication_backlog", backlog_bytes.to_string());
             put("mem_clients_normal", clients.to_string());
             put(
                 "maxmemory_clients",
@@ -319,7 +321,8 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 "sync_full",
                 r.syncs_served.load(Ordering::Relaxed).to_string(),
             );
-            put("sync_partial_ok", "0".into());
+            let continued = r.partial_syncs_served.load(Ordering::Relaxed);
+            put("sync_partial_ok", continued.to_string());
             let refused = r.partial_syncs_refused.load(Ordering::Relaxed);
             put("sync_partial_err", refused.to_string());
             put("expired_keys", server.store.expired_keys().to_string());
@@ -401,22 +404,48 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                         let down = (now_ms / 1000).saturating_sub(since);
                         put("master_link_down_since_seconds", down.to_string());
                     }
-                    put("slave_priority", "100".into());
-                    put("slave_read_only", "1".into());
+                    put("slave_priority", config.value("replica-priority"));
+                    let read_only = config.value("replica-read-only") == "yes";
+                    put("slave_read_only", u8::from(read_only).to_string());
                     put("replica_announced", "1".into());
                 }
                 None => put("role", "master".into()),
             }
-            put("connected_slaves", "0".into());
+            let backlog = &server.replication.backlog;
+            let replicas = backlog.replicas();
+            put("connected_slaves", replicas.len().to_string());
+            let min_replicas = config.value("min-replicas-to-write");
+            if min_replicas != "0" {
+                let max_lag = config.value("min-replicas-max-lag").parse().unwrap_or(10);
+                let good = backlog.good_replicas(max_lag, now_ms);
+                put("min_slaves_good_slaves", good.to_string());
+            }
+            for (i, replica) in replicas.iter().enumerate() {
+                put(
+                    &format!("slave{i}"),
+                    format!(
+                        "ip={},port={},state={},offset={},lag={}",
+                        replica.ip,
+                        replica.port,
+                        replica.state().name(),
+                        replica.acked.load(Ordering::Relaxed),
+                        replica.lag_seconds(now_ms)
+                    ),
+                );
+            }
             put("master_failover_state", "no-failover".into());
             put("master_replid", r.replid);
             put("master_replid2", r.replid2);
             put("master_repl_offset", offset);
-            put("second_repl_offset", "-1".into());
-            put("repl_backlog_active", "0".into());
-            put("repl_backlog_size", "1048576".into());
-            put("repl_backlog_first_byte_offset", "0".into());
-            put("repl_backlog_histlen", "0".into());
+            let second = r.second_offset.map_or(-1, |o| o as i64);
+            put("second_repl_offset", second.to_string());
+            let (start, held) = backlog.held();
+            let active = backlog.active();
+            put("repl_backlog_active", u8::from(active).to_string());
+            put("repl_backlog_size", config.value("repl-backlog-size"));
+            let first = if active { start + 1 } else { 0 };
+            put("repl_backlog_first_byte_offset", first.to_string());
+            put("repl_backlog_histlen", held.to_string());
         }
         "cpu" => {
             let (user, sys) = crate::memory::cpu_seconds();

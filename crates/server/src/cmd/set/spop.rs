@@ -5,7 +5,7 @@ use bytes::Bytes;
 use keel_store::Set;
 
 use crate::cmd::context::collection::{update, Edit, Missing};
-use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, journal, parse_i64, Ctx, Error, Spec, BASE};
 
 /// SPOP.
 pub const SPEC: Spec = Spec {
@@ -35,6 +35,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let popped = update(ctx, &args[1], Missing::Skip, "spop", |set: &mut Set| {
         let n = count.unwrap_or(1).min(set.len() as u64);
         let popped: Vec<_> = (0..n).filter_map(|_| set.pop_random(&mut rng)).collect();
+        // Replicas remove the members picked here, not ones of their own.
+        let mut srem = vec![Bytes::from_static(b"SREM"), args[1].clone()];
+        srem.extend(popped.iter().map(|m| Bytes::copy_from_slice(m)));
+        journal::propagate_as_one(srem);
         Ok(Edit::changed_if(!popped.is_empty(), popped))
     })?
     .unwrap_or_default();

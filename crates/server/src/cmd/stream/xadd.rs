@@ -8,7 +8,7 @@ use keel_store::{Stream, StreamId};
 
 use crate::cmd::context::collection::{limits, notify, update_tracked, Edit, Missing};
 use crate::cmd::context::stream::{parse_add_or_trim, ParsedId, CLASS};
-use crate::cmd::context::{wrong_arity, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{journal, wrong_arity, Ctx, Error, Spec, BASE};
 
 /// XADD.
 pub const SPEC: Spec = Spec {
@@ -55,6 +55,10 @@ fn run(ctx: &mut Ctx, args: &[bytes::Bytes]) -> Result<(), Error> {
                 return Err("ERR Elements are too large to be stored".into());
             }
             stream.append(id, &fields, limits.stream_nodes());
+            // Replicas append the same ID, whatever their clock says.
+            let mut recorded = args.to_vec();
+            recorded[options.id_at] = id.to_string().into();
+            journal::propagate_as_one(recorded);
             let trimmed = options.trim.map_or(0, |trim| stream.trim(trim));
             Ok(Edit::changed((id, trimmed)))
         })?

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use keel_store::{Lookup, Str, Value};
 
 use crate::cmd::context::long_double::increment;
-use crate::cmd::context::{errors, Ctx, Error, Events, Spec, BASE};
+use crate::cmd::context::{errors, journal, Ctx, Error, Events, Spec, BASE};
 
 /// INCRBYFLOAT.
 pub const SPEC: Spec = Spec {
@@ -44,6 +44,13 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         Lookup::Found(ref mut e) => *e.value_mut() = value,
         Lookup::Missing(vacant) => vacant.insert(value, None),
     }
+    // The result, not the increment: replicas' floats could round apart.
+    journal::propagate_as_one(vec![
+        Bytes::from_static(b"SET"),
+        key.clone(),
+        Bytes::from(text.clone()),
+        Bytes::from_static(b"KEEPTTL"),
+    ]);
     ctx.notify(Events::STRING, "incrbyfloat", key);
     ctx.w().bulk(text.as_bytes());
     Ok(())

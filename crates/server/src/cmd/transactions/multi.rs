@@ -46,6 +46,7 @@ use keel_store::ShardSet;
 use crate::client::Client;
 use crate::server::Server;
 
+use crate::cmd::context::journal::Block;
 use crate::cmd::context::transaction::{discard, shards_reached, unwatch_all};
 use crate::cmd::context::{Ctx, Error, Spec, BASE};
 
@@ -201,11 +202,14 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     }
     ctx.w().array(queued.len());
     ctx.client.tx.executing = true;
+    // The writes reach replicas together, while the shards are held.
+    let block = Block::open(&ctx.server.replication.backlog);
     for args in &queued {
         let id = crate::cmd::dispatch::resolve(&ctx.server.commands, args).ok();
         crate::cmd::dispatch::call(ctx, id.expect("resolved when queued"), args);
     }
     ctx.client.tx.executing = false;
+    drop(block);
     drop(locked);
     unwatch_all(ctx.server, ctx.client, ctx.now_ms);
     Ok(())
