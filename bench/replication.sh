@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Replication, a redis-server replica against a keel-server replica of the
-# same redis-server primary, in the same run (one replica at a time, equal
-# settings). keel cannot be a primary yet, so the primary is always Redis.
-# The primary gets DEBUG POPULATE KEYS key 32 plus a "hot set" of HOT keys
+# same primary, in the same run (one replica at a time, equal settings). The
+# primary is a redis-server, or a keel-server with PRIMARY=keel; run it once
+# with PRIMARY=redis ORDER=redis and once with PRIMARY=keel ORDER=keel to set
+# Redis-to-Redis beside keel-to-keel. The primary gets DEBUG POPULATE KEYS key 32 plus a "hot set" of HOT keys
 # that keel-bench's write load overwrites (keel-bench names keys
 # key:000000000042, DEBUG POPULATE key:42), so every replica syncs the same
 # number of keys and the load changes values, never the key count. Then:
@@ -30,8 +31,8 @@
 #   bench/replication.sh --tables OUT_PREFIX   (the tables of a finished run again)
 #
 # Defaults: 10000000 keys, 50000 requests/s; HOT (default KEYS/10, at most
-# 1000000), LOAD_SECS (default 30), DISKLESS_NO (default 1) from the
-# environment. Raw outputs go to OUT_PREFIX-* (default
+# 1000000), LOAD_SECS (default 30), DISKLESS_NO (default 1), PRIMARY
+# (default redis) and ORDER (default "redis keel") from the environment. Raw outputs go to OUT_PREFIX-* (default
 # bench/results/replication-<timestamp>), RDB files to
 # bench/results/tmp/replication. Ports are free local ones, or BASE_PORT+1..
 # if set. Both replicas write the payload, diskless or not, to a file in
@@ -67,8 +68,9 @@ def cpu(r):
     c = r.get("cpu_pct")
     return f"{c['primary']:.0f} / {c['replica']:.0f}" if c else "not recorded"
 names = [n for n in ("redis", "keel") if f"{n}-sync-diskless" in records]
+primary = next((r["primary"] for r in records.values() if "primary" in r), "redis")
 
-print("\n## Full sync from the Redis primary\n")
+print(f"\n## Full sync from the {primary} primary\n")
 print("| replica | primary repl-diskless-sync | keys | link up s | offsets equal s | peak RSS during sync MB | RSS 1 s after MB | DBSIZE replica / primary | load avg |")
 print("|---|---|---|---|---|---|---|---|---|")
 for mode in ("diskless", "disk"):
@@ -159,9 +161,12 @@ port_for() {
 # Starts server $1 (primary|redis|keel) on port $2 with its files in
 # $scratch/$1; sets $pid.
 start() {
-  local name=$1 port=$2 dir=$scratch/$1
-  case $name in
-    primary | redis) redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+  local name=$1 port=$2 dir=$scratch/$1 kind=$1
+  if [ "$kind" = primary ]; then
+    kind=${PRIMARY:-redis}
+  fi
+  case $kind in
+    redis) redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
       --enable-debug-command yes --dir "$dir" --dbfilename dump.rdb \
       --repl-diskless-sync yes --repl-diskless-sync-delay 0 >>"$out-$name-server.log" 2>&1 & ;;
     keel) "$keel" --port "$port" --bind 127.0.0.1 --save "" --enable-debug-command yes \
@@ -289,7 +294,7 @@ load() {
 write_hot_prefill "$hot" "$scratch/hot-prefill.toml"
 
 record "# replication bench $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
-record "keys=$keys hot=$hot rate=$rate load_secs=$load_secs keel=$keel $(redis-server --version)"
+record "keys=$keys hot=$hot rate=$rate load_secs=$load_secs primary=${PRIMARY:-redis} keel=$keel $(redis-server --version)"
 
 primary_port=$(port_for 1)
 start primary "$primary_port"
@@ -306,7 +311,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 ticks=$(cpu_ticks "$primary_pid")
 load "$primary_port" none-load
 primary_cpu=$((($(cpu_ticks "$primary_pid") - ticks) * 100 / $(getconf CLK_TCK) / load_secs))
-echo "{\"label\": \"none-load\", \"primary_cpu_pct\": $primary_cpu, \"loadavg_1min\": $(cut -d' ' -f1 /proc/loadavg)}" >>"$records"
+echo "{\"label\": \"none-load\", \"primary\": \"${PRIMARY:-redis}\", \"primary_cpu_pct\": $primary_cpu, \"loadavg_1min\": $(cut -d' ' -f1 /proc/loadavg)}" >>"$records"
 record "no replica: load done, $(grep -E 'throughput \(mean\)|latency p99 ' "$out-none-load-summary.txt" | tr -s ' ' | tr '\n' ';')"
 
 declare -A port_of

@@ -57,8 +57,10 @@ impl Connection<'_> {
             // A replica reading a diskless payload looks for its end mark
             // at the end of what it reads: the stream waits for its first
             // acknowledgement (it has loaded), as Redis's primary waits.
-            let diskless = matches!(start, SyncStart::Full { .. }) && handshake.capa_eof;
-            if diskless && !self.wait_first_ack(link, killed.as_mut()).await? {
+            if matches!(start, SyncStart::Full { .. })
+                && handshake.capa_eof
+                && !self.wait_first_ack(link, killed.as_mut()).await?
+            {
                 return Ok(());
             }
             link.set_state(ReplicaState::Online);
@@ -91,7 +93,8 @@ impl Connection<'_> {
         link: Option<Arc<ReplicaLink>>,
         mut killed: Pin<&mut impl Future<Output = ()>>,
     ) -> std::io::Result<()> {
-        let format = match self.client.replica_handshake.capa_eof {
+        let diskless = self.server.config.read().value("repl-diskless-sync") == "yes";
+        let format = match self.client.replica_handshake.capa_eof && diskless {
             true => {
                 let mut mark = [0u8; EOF_MARK_LEN];
                 for byte in &mut mark {

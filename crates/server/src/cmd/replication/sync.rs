@@ -8,9 +8,10 @@
 //! psync2`) and the stream follows. Otherwise, and for SYNC, a full
 //! synchronisation: the connection answers `+FULLRESYNC <replid> <offset>`
 //! once the snapshot's instant is taken (see `connection.rs`), sends the
-//! snapshot as an RDB payload (diskless, `$EOF:` framing, for a peer that
-//! announced `capa eof`, else written to disk first and sent with its
-//! length), then the stream from that offset.
+//! snapshot as an RDB payload (diskless, `$EOF:` framing, with
+//! `repl-diskless-sync yes` for a peer that announced `capa eof`; else
+//! written to disk first and sent with its length), then the stream from
+//! that offset.
 //!
 //! A peer that announced `rdb-only` (`redis-cli --rdb`) gets the snapshot
 //! and the connection closes.
