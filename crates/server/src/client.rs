@@ -93,10 +93,12 @@ pub struct Client {
 }
 
 /// What a replica (or `redis-cli --rdb`) told its primary with REPLCONF.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct ReplicaHandshake {
     /// `listening-port`.
     pub listening_port: Option<i64>,
+    /// `ip-address`: the address it announces (`replica-announce-ip`).
+    pub ip_address: Option<String>,
     /// `capa eof`: it reads a diskless payload.
     pub capa_eof: bool,
     /// `rdb-only 1`: it wants the snapshot, not the stream after it.

@@ -32,7 +32,7 @@ impl Connection<'_> {
         start: SyncStart,
         mut killed: Pin<&mut impl Future<Output = ()>>,
     ) -> std::io::Result<()> {
-        let handshake = self.client.replica_handshake;
+        let handshake = self.client.replica_handshake.clone();
         let follows = !handshake.rdb_only;
         let backlog = self.server.replication.backlog.clone();
         let handle = self.client.handle.clone();
@@ -44,7 +44,8 @@ impl Connection<'_> {
                 SyncStart::Continue { from } => from,
                 SyncStart::Full { .. } => NOT_STARTED,
             };
-            backlog.add_replica(handle.addr.ip().to_string(), port, from)
+            let ip = (handshake.ip_address.clone()).unwrap_or_else(|| handle.addr.ip().to_string());
+            backlog.add_replica(ip, port, from)
         });
         handle.replica.store(follows, Ordering::Relaxed);
         let served = async {

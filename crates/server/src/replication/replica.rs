@@ -209,12 +209,19 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), String> {
     {
         return Err(format!("error reply to PING from master: {pong}"));
     }
-    let (user, password, port) = {
+    let (user, password, port, announced_ip) = {
         let config = server.config.read();
+        // What Sentinel and the primary's INFO show of this replica:
+        // `replica-announce-port`/`-ip` when set (behind NAT, a proxy).
+        let port = match config.value("replica-announce-port").as_str() {
+            "0" | "" => server.port.load(Ordering::Relaxed).to_string(),
+            announced => announced.to_string(),
+        };
         (
             config.value("masteruser"),
             config.value("masterauth"),
-            server.port.load(Ordering::Relaxed),
+            port,
+            config.value("replica-announce-ip"),
         )
     };
     if !password.is_empty() {
@@ -227,8 +234,10 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), String> {
         }
     }
     // A primary that does not know these options still serves PSYNC.
-    conn.ask(&["REPLCONF", "listening-port", &port.to_string()])
-        .await?;
+    conn.ask(&["REPLCONF", "listening-port", &port]).await?;
+    if !announced_ip.is_empty() {
+        conn.ask(&["REPLCONF", "ip-address", &announced_ip]).await?;
+    }
     conn.ask(&["REPLCONF", "capa", "eof", "capa", "psync2"])
         .await?;
     Ok(())

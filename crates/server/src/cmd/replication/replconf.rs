@@ -51,7 +51,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
                     None => return Err(OUT_OF_RANGE.into()),
                 }
             }
-            "ip-address" | "rdb-filter-only" => {}
+            "ip-address" => {
+                handshake.ip_address = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            "rdb-filter-only" => {}
             "ack" | "getack" => return Ok(()),
             _ => {
                 let option = String::from_utf8_lossy(option);
