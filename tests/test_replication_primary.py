@@ -134,3 +134,33 @@ def test_wait_and_min_replicas_to_write(pair):
             "ERR WAIT cannot be used with replica instances. Please also note that since Redis "
             "4.0 if a replica is configured to be writable (which is not the default) writes to "
             "replicas are just local and are not propagated.")
+
+
+def test_refused_and_idle_writes_are_not_replicated(pair):
+    """A write refused at maxmemory (noeviction), one that fails (WRONGTYPE) and one that changes
+    nothing (SET NX of a present key, SADD of a present member) reach no replica: a replica
+    ignores maxmemory, so a refused write sent on would part the two keyspaces."""
+    primary, replica = pair
+    with primary.conn() as p:
+        assert p.call("CONFIG", "SET", "repl-ping-replica-period", "3600") == OK  # offsets still
+        offset = int(replication(p)["master_repl_offset"])
+        assert p.call("SET", "present", "v") == OK
+        assert p.call("SADD", "members", "m") == 1
+        after_writes = int(replication(p)["master_repl_offset"])
+        assert after_writes > offset
+        assert p.call("SET", "present", "other", "NX") is None
+        assert p.call("SADD", "members", "m") == 0
+        assert p.call("LPUSH", "present", "x") == Err(
+            "WRONGTYPE Operation against a key holding the wrong kind of value")
+        assert int(replication(p)["master_repl_offset"]) == after_writes
+        used = int(info(p, "memory")["used_memory"])
+        assert p.call("CONFIG", "SET", "maxmemory-policy", "noeviction") == OK
+        assert p.call("CONFIG", "SET", "maxmemory", str(used // 2)) == OK
+        assert p.call("SET", "refused", "x" * 1000) == Err(
+            "OOM command not allowed when used memory > 'maxmemory'.")
+        assert p.call("CONFIG", "SET", "maxmemory", "0") == OK
+    wait_in_sync(primary, replica)
+    with replica.conn() as r:
+        assert r.call("EXISTS", "refused") == 0
+        assert r.call("GET", "present") == b"v"
+    assert_same_data(primary, replica)

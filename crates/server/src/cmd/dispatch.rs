@@ -15,7 +15,7 @@ use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
 use super::registry::Table;
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::eviction::Room;
-use crate::replication::journal::Recording;
+use crate::replication::journal;
 use crate::server::Server;
 use crate::stats::Outcome;
 
@@ -538,12 +538,12 @@ fn run_with_room(
     let mut made = 0;
     let result = loop {
         ctx.room_made = made;
-        let result = {
-            // What the replicas are sent of it (see `replication::journal`).
-            let _recording = spec
-                .has_flag("write")
-                .then(|| Recording::command(spec, args, ctx.client.db, ctx.now_ms));
-            (spec.run)(ctx, args)
+        // A write is what the replicas are sent (see `replication::journal`).
+        let result = match spec.has_flag("write") {
+            true => journal::recorded(spec, args, ctx.client.db, ctx.now_ms, || {
+                (spec.run)(ctx, args)
+            }),
+            false => (spec.run)(ctx, args),
         };
         let Some(needed) = ctx.room_needed.take() else {
             break result;

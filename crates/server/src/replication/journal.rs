@@ -13,10 +13,10 @@
 //! two records (its offset is exact). A key that expires or is evicted is
 //! recorded as `DEL` under its shard's lock the same way.
 //!
-//! Which command is recorded is told by a thread-local stack of
-//! [`Recording`]s: dispatch pushes one for each write command it runs
-//! (EXEC and scripts push one per command they run), and a blocked client
-//! served later pushes the pop it is served by. A recording records once,
+//! Which command is recorded is told by a thread-local stack: dispatch
+//! runs each write command through [`recorded`] (EXEC and scripts run one
+//! per command they run), and a blocked client served later pushes the pop
+//! it is served by ([`Recording::effect`]). A recording records once,
 //! at the first guard it changed something under.
 //!
 //! Forms, as Redis 7 propagates:
@@ -52,10 +52,12 @@ struct Running {
 }
 
 enum Form {
-    /// The command as sent, rewritten where Redis rewrites it.
+    /// The command as sent, rewritten where Redis rewrites it. `args` are
+    /// borrowed from [`recorded`]'s caller, not copied: a write pays for
+    /// them only when it is recorded.
     Command {
         spec: &'static Spec,
-        args: Vec<Bytes>,
+        args: std::ptr::NonNull<[Bytes]>,
         now_ms: u64,
     },
     /// What the command did (see [`propagate_as`]).
@@ -69,23 +71,31 @@ struct OpenBlock {
     commands: Vec<(usize, Vec<Bytes>)>,
 }
 
+/// Runs `run`, a write command in database `db` at `now_ms`, as the
+/// write this thread records.
+pub fn recorded<R>(
+    spec: &'static Spec,
+    args: &[Bytes],
+    db: usize,
+    now_ms: u64,
+    run: impl FnOnce() -> R,
+) -> R {
+    let _recording = Recording::push(Running {
+        db,
+        form: Form::Command {
+            spec,
+            args: std::ptr::NonNull::from(args),
+            now_ms,
+        },
+        recorded: false,
+    });
+    run()
+}
+
 /// A write on this thread's stack until dropped.
 pub struct Recording(());
 
 impl Recording {
-    /// A write command about to run in database `db` at `now_ms`.
-    pub fn command(spec: &'static Spec, args: &[Bytes], db: usize, now_ms: u64) -> Recording {
-        Recording::push(Running {
-            db,
-            form: Form::Command {
-                spec,
-                args: args.to_vec(),
-                now_ms,
-            },
-            recorded: false,
-        })
-    }
-
     /// A write whose effect is `commands` in database `db` (a blocked
     /// client served a pop).
     pub fn effect(db: usize, commands: Vec<Vec<Bytes>>) -> Recording {
@@ -141,7 +151,12 @@ impl Journal<'_> {
             let top = stack.last_mut().filter(|r| !r.recorded)?;
             top.recorded = true;
             let commands = match &mut top.form {
-                Form::Command { spec, args, now_ms } => vec![rewritten(spec, args, *now_ms)],
+                Form::Command { spec, args, now_ms } => {
+                    // SAFETY: a `Command` is on the stack only while
+                    // `recorded` runs, which borrows the arguments.
+                    let args = unsafe { args.as_ref() };
+                    vec![rewritten(spec, args, *now_ms)]
+                }
                 Form::Effect(commands) => std::mem::take(commands),
             };
             Some((top.db, commands))
@@ -387,9 +402,10 @@ mod tests {
             let _outer = Block::open(&backlog);
             let _inner = Block::open(&backlog);
             for _ in 0..2 {
-                let _running = Recording::command(incr, &args, 0, 0);
-                journal.wrote();
-                journal.wrote();
+                recorded(incr, &args, 0, 0, || {
+                    journal.wrote();
+                    journal.wrote();
+                });
             }
         }
         let mut out = Vec::new();
