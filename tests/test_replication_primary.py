@@ -16,7 +16,7 @@ import time
 import pytest
 
 from support import OK, Err, info, wait_for
-from test_persistence import launch  # noqa: F401 (fixture)
+from test_persistence import fill_bulk, launch  # noqa: F401 (fixture)
 from test_replication import assert_same_data, replication, sync_stats, synced_pair, wait_in_sync
 
 
@@ -163,3 +163,43 @@ def test_refused_and_idle_writes_are_not_replicated(pair):
         assert r.call("EXISTS", "refused") == 0
         assert r.call("GET", "present") == b"v"
     assert_same_data(primary, replica)
+
+
+def read_line(conn) -> bytes:
+    line = b""
+    while not line.endswith(b"\r\n"):
+        line += conn.read_exact_bytes(1)
+    return line
+
+
+def test_bad_replicas_get_errors_and_the_primary_keeps_serving(pair):
+    """A PSYNC with an offset that is not a number gets Redis's error; a replica that leaves in
+    the middle of its snapshot, and one that sends garbage once it follows the stream, lose
+    their connection and nothing else: the primary keeps serving and its good replica keeps
+    following."""
+    primary, replica = pair
+    with primary.conn() as c:
+        assert c.call("PSYNC", "?", "abc") == Err("ERR value is not an integer or out of range")
+    fill_bulk(primary.port, 20_000)
+    with primary.conn() as c:
+        assert c.call("REPLCONF", "listening-port", "1") == OK
+        c.send("PSYNC", "?", "-1")
+        assert read_line(c).startswith(b"+FULLRESYNC ")
+        while not read_line(c).startswith(b"$"):  # (newlines keep the link alive meanwhile)
+            pass
+        c.read_exact_bytes(1000)
+    with primary.conn() as c:
+        assert c.call("REPLCONF", "listening-port", "2") == OK
+        c.send("PSYNC", "?", "-1")
+        assert read_line(c).startswith(b"+FULLRESYNC ")
+        while not (size := read_line(c)).startswith(b"$"):
+            pass
+        c.read_exact_bytes(int(size[1:]))
+        c.send_raw(b"*1\r\n$abc\r\n")
+        assert c.is_closed()
+    with primary.conn() as p:
+        wait_for(lambda: replication(p)["connected_slaves"] == "1", 10, "the bad replicas to go")
+        assert p.call("SET", "after-bad-replicas", "1") == OK
+    wait_in_sync(primary, replica)
+    with replica.conn() as r:
+        assert r.call("GET", "after-bad-replicas") == b"1"

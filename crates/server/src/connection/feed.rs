@@ -50,7 +50,9 @@ impl Connection<'_> {
         handle.replica.store(follows, Ordering::Relaxed);
         let served = async {
             if let SyncStart::Full { psync } = start {
-                self.send_snapshot(psync, link.clone(), killed.as_mut()).await?;
+                if !self.send_snapshot(psync, link.clone(), killed.as_mut()).await? {
+                    return Ok(());
+                }
             }
             let Some(link) = &link else {
                 return Ok(());
@@ -88,12 +90,13 @@ impl Connection<'_> {
 
     /// The snapshot: `+FULLRESYNC` for PSYNC once the instant is taken,
     /// then the payload the save thread writes, a few chunks at a time.
+    /// False if the client was killed first.
     async fn send_snapshot(
         &mut self,
         psync: bool,
         link: Option<Arc<ReplicaLink>>,
         mut killed: Pin<&mut impl Future<Output = ()>>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<bool> {
         let diskless = self.server.config.read().value("repl-diskless-sync") == "yes";
         let format = match self.client.replica_handshake.capa_eof && diskless {
             true => {
@@ -118,7 +121,7 @@ impl Connection<'_> {
         }
         let history = tokio::select! {
             history = at_instant => history.map_err(|_| std::io::Error::other("no snapshot was taken"))?,
-            _ = &mut killed => return Ok(()),
+            _ = &mut killed => return Ok(false),
         };
         if let Some(link) = &link {
             link.set_state(ReplicaState::SendSnapshot);
@@ -136,11 +139,11 @@ impl Connection<'_> {
         while let Some(chunk) = chunks.recv().await {
             tokio::select! {
                 written = self.socket.write_all(&chunk) => written?,
-                _ = &mut killed => return Ok(()),
+                _ = &mut killed => return Ok(false),
             }
             self.server.stats.count_output(chunk.len());
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The stream from where `link` is, until it ends.

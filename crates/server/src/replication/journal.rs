@@ -163,16 +163,14 @@ impl Journal<'_> {
         }) else {
             return;
         };
-        let in_block = BLOCK.with_borrow_mut(|block| match block {
+        let outside_a_block = BLOCK.with_borrow_mut(|block| match block {
             Some(block) => {
-                block
-                    .commands
-                    .extend(commands.iter().map(|c| (db, c.clone())));
-                true
+                block.commands.extend(commands.into_iter().map(|c| (db, c)));
+                None
             }
-            None => false,
+            None => Some(commands),
         });
-        if !in_block {
+        if let Some(commands) = outside_a_block {
             self.backlog
                 .record(commands.iter().map(|c| (Some(db), &c[..])));
         }
@@ -196,6 +194,8 @@ pub struct Block<'a> {
 }
 
 impl<'a> Block<'a> {
+    /// Opens a block on this thread (or nests in the one open: a script
+    /// inside EXEC); what is recorded until it is dropped is held.
     pub fn open(backlog: &'a Backlog) -> Block<'a> {
         BLOCK.with_borrow_mut(|block| {
             block

@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use crate::client::{AfterReply, SyncStart};
-use crate::cmd::context::{parse_i64, Ctx, Error, Spec, BASE};
+use crate::cmd::context::{errors, parse_i64, Ctx, Error, Spec, BASE};
 
 /// SYNC.
 pub const SYNC: Spec = Spec {
@@ -52,11 +52,17 @@ pub const PSYNC: Spec = Spec {
 
 fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let replication = &ctx.server.replication;
+    let Ok(offset) = parse_i64(&args[2]) else {
+        crate::warning!(
+            "Replica {} asks for synchronization but with a wrong offset",
+            ctx.client.handle.addr
+        );
+        return Err(errors::NOT_INTEGER.into());
+    };
     if &args[1][..] == b"?" {
         return full_sync(ctx, true);
     }
     let replid = String::from_utf8_lossy(&args[1]);
-    let offset = parse_i64(&args[2]).unwrap_or(-1);
     let follows = !ctx.client.replica_handshake.rdb_only;
     if follows
         && !replication.is_replica()
