@@ -203,3 +203,30 @@ def test_bad_replicas_get_errors_and_the_primary_keeps_serving(pair):
     wait_in_sync(primary, replica)
     with replica.conn() as r:
         assert r.call("GET", "after-bad-replicas") == b"1"
+
+
+LIBRARY = """#!lua name=replicated
+redis.register_function{function_name='twice', callback=function(keys)
+  return 2 * tonumber(redis.call('GET', keys[1]))
+end, flags={'no-writes'}}"""
+
+
+def test_publish_and_function_changes_reach_the_replica(pair):
+    """Writes outside the keyspace are sent on as Redis sends them: a PUBLISH on the primary
+    reaches a subscriber of the replica, and FUNCTION LOAD makes FCALL_RO work there; FUNCTION
+    DELETE takes it away again."""
+    primary, replica = pair
+    with replica.conn() as subscriber, primary.conn() as p:
+        assert subscriber.call("SUBSCRIBE", "news") == [b"subscribe", b"news", 1]
+        assert p.call("PUBLISH", "news", "hello") == 0
+        assert subscriber.read() == [b"message", b"news", b"hello"]
+        assert p.call("FUNCTION", "LOAD", LIBRARY) == b"replicated"
+        assert p.call("SET", "n", "21") == OK
+    wait_in_sync(primary, replica)
+    with replica.conn() as r:
+        assert r.call("FCALL_RO", "twice", 1, "n") == 42
+    with primary.conn() as p:
+        assert p.call("FUNCTION", "DELETE", "replicated") == OK
+    wait_in_sync(primary, replica)
+    with replica.conn() as r:
+        assert b"replicated" not in [library[1] for library in r.call("FUNCTION", "LIST")]

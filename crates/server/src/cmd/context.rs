@@ -377,6 +377,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Sends `args` to the replicas as they are: a write outside the
+    /// keyspace (PUBLISH), which the store does not see (see
+    /// `replication::journal`).
+    pub fn replicate(&self, args: &[Bytes]) {
+        let backlog = &self.server.replication.backlog;
+        journal::Journal { backlog }.outside_the_keyspace(args);
+    }
+
     /// Publishes keyspace event `event` of class `class` (see [`Events`])
     /// for `key` in the selected database, as Redis's
     /// `notifyKeyspaceEvent`: a write calls it after its change, in Redis's

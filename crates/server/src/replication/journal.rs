@@ -176,6 +176,14 @@ impl Journal<'_> {
         }
     }
 
+    /// A write outside the keyspace, which no shard orders and no database
+    /// holds (PUBLISH, FUNCTION LOAD): recorded as it is.
+    pub fn outside_the_keyspace(&self, args: &[Bytes]) {
+        if self.backlog.active() {
+            self.backlog.record([(None, args)]);
+        }
+    }
+
     /// A key that expired or was evicted: its deletion, recorded under its
     /// shard's lock.
     pub fn deleted(&self, db: usize, key: &[u8]) {

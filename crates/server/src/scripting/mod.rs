@@ -442,6 +442,14 @@ impl<'a> Session<'a> {
     }
 
     /// `+OK`, or the error a management command met.
+    /// Sends `args` to the replicas as they are: a change to the libraries
+    /// (FUNCTION LOAD, DELETE, FLUSH, RESTORE), so FCALL_RO finds them on a
+    /// replica, as in Redis.
+    pub fn replicate(&self, args: &[Bytes]) {
+        let backlog = &self.server.replication.backlog;
+        crate::replication::journal::Journal { backlog }.outside_the_keyspace(args);
+    }
+
     pub fn reply_ok(&mut self, result: Result<(), String>) {
         match result {
             Ok(()) => self.w().ok(),

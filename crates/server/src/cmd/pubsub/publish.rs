@@ -1,5 +1,7 @@
 //! PUBLISH channel message, SPUBLISH shardchannel message, and PUBSUB
-//! CHANNELS | NUMSUB | NUMPAT | SHARDCHANNELS | SHARDNUMSUB.
+//! CHANNELS | NUMSUB | NUMPAT | SHARDCHANNELS | SHARDNUMSUB. A PUBLISH is
+//! also sent to replicas, whose subscribers get it; SPUBLISH is not (Redis
+//! sends it only within a cluster shard).
 
 use bytes::Bytes;
 
@@ -19,6 +21,8 @@ pub const PUBLISH: Spec = Spec {
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
     run: |ctx, args| {
         let receivers = ctx.server.pubsub.publish(&args[1], &args[2]);
+        // Replicas' subscribers get it too, as in Redis.
+        ctx.replicate(args);
         ctx.w().integer(receivers as i64);
         Ok(())
     },

@@ -72,10 +72,14 @@ fn load(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         replace = true;
     }
     let code = code[0].clone();
+    let replicated = args.to_vec();
     ctx.script_job(move |session| {
         let loaded = session.engines().functions.load(&code, replace);
         match loaded {
-            Ok(library) => session.w().bulk(library.as_bytes()),
+            Ok(library) => {
+                session.replicate(&replicated);
+                session.w().bulk(library.as_bytes())
+            }
             Err(e) => session.w().error(&e),
         }
     });
@@ -130,8 +134,12 @@ const DELETE: Spec = Spec {
     summary: "Delete a function by name",
     run: |ctx, args| {
         let library = args[2].clone();
+        let replicated = args.to_vec();
         ctx.script_job(move |session| {
             let deleted = session.engines().functions.delete(&library);
+            if deleted.is_ok() {
+                session.replicate(&replicated);
+            }
             session.reply_ok(deleted);
         });
         Ok(())
@@ -151,8 +159,12 @@ const FLUSH: Spec = Spec {
             [_, _, _] => return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()),
             _ => return Err(subcommand_syntax_error(args)),
         }
-        ctx.script_job(|session| {
+        let replicated = args.to_vec();
+        ctx.script_job(move |session| {
             let flushed = session.engines().functions.flush();
+            if flushed.is_ok() {
+                session.replicate(&replicated);
+            }
             session.reply_ok(flushed.map_err(|e| format!("ERR {e}")));
         });
         Ok(())
@@ -197,6 +209,7 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             _ => return Err(subcommand_syntax_error(args)),
         };
     let payload = args[2].clone();
+    let replicated = args.to_vec();
     ctx.script_job(move |session| {
         let budget = match session.heap_limit() {
             0 => usize::MAX,
@@ -207,6 +220,9 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Err(e) => return session.w().error(e.message()),
         };
         let restored = session.engines().functions.restore(codes, policy);
+        if restored.is_ok() {
+            session.replicate(&replicated);
+        }
         session.reply_ok(restored);
     });
     Ok(())
