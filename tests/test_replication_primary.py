@@ -53,24 +53,29 @@ def test_a_replica_too_far_behind_is_dropped_and_resyncs(pair):
 
 def test_expired_and_evicted_keys_are_deleted_on_the_replica(pair):
     """A replica never expires nor evicts by itself: the primary's DEL for each key that
-    expires there (read, written over or found by active expiry) and each key it evicts is what
-    removes it from the replica, which then holds exactly the primary's keys."""
+    expires there (read, written over, moved over or found by active expiry) and each key it
+    evicts is what removes it from the replica, which then holds exactly the primary's keys; the
+    DEL of a key a write replaces comes before that write."""
     primary, replica = pair
     with primary.conn() as p:
         assert p.call("CONFIG", "SET", "maxmemory-policy", "allkeys-random") == OK
         p.pipeline([("SET", f"short:{i}", i, "PX", 100) for i in range(300)])
         assert p.call("SET", "rewritten", "old", "PX", 50) == OK
+        assert p.pipeline([("SET", "moved", "v"), ("SELECT", 1), ("SET", "moved", "old", "PX", 50),
+                           ("SELECT", 0)]) == [OK] * 4
     wait_in_sync(primary, replica)
     time.sleep(0.3)
     with primary.conn() as p:
         assert p.call("GET", "short:1") is None
         assert p.call("SET", "rewritten", "new") == OK
+        assert p.call("MOVE", "moved", 1) == 1  # over db 1's expired one
     with replica.conn() as r:
         wait_for(lambda: r.call("DBSIZE") <= key_count_of(primary), 10, "the DELs to arrive")
     wait_in_sync(primary, replica)
     with replica.conn() as r, primary.conn() as p:
         assert r.call("DBSIZE") == p.call("DBSIZE")
         assert r.call("GET", "rewritten") == b"new"
+        assert r.pipeline([("SELECT", 1), ("GET", "moved"), ("SELECT", 0)]) == [OK, b"v", OK]
         used = int(info(p, "memory")["used_memory"])
         assert p.call("CONFIG", "SET", "maxmemory", str(used + (4 << 20))) == OK
         p.pipeline([("SET", f"fill:{i}", "z" * 2000) for i in range(6000)])

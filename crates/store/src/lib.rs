@@ -49,8 +49,8 @@ pub use entry::Entry;
 pub use expiry::Reclaimed;
 pub use keyspace::{
     drop_unlocked, holds_a_lock, Db, DbMemory, DbSize, DbStats, FreeHook, Held, KeyEvent,
-    KeyEventHook, Lookup, MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant, WriteHook,
-    WriteShard, SHARDS_PER_DB,
+    KeyEventHook, Lookup, MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant,
+    WriteAcross, WriteHook, WriteShard, SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
 pub use shard::{EntryMut, Shard, WatchFlag};

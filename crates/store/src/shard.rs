@@ -603,13 +603,20 @@ impl Shard {
     /// Removes `key`. Returns its entry if it was live; an expired entry is
     /// reclaimed and reported as absent.
     pub fn remove(&mut self, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let removed = self.take_live(key, now_ms);
+        self.changes += u64::from(removed.is_some());
+        removed
+    }
+
+    /// [`Shard::remove`] that is no write's change: an eviction, which is
+    /// reported as a key event instead.
+    pub(crate) fn take_live(&mut self, key: &[u8], now_ms: u64) -> Option<Entry> {
         let slot = self.find(key)?;
         let entry = self.take_slot(slot);
         if entry.is_expired(now_ms) {
             self.note_expired_by_writer(entry);
             return None;
         }
-        self.changes += 1;
         Some(entry)
     }
 

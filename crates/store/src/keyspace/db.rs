@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use super::counts::ShardCounts;
-use super::guards::{Guards, MultiWrite, ReadShard, WriteShard};
+use super::guards::{Guards, MultiWrite, ReadShard, WriteAcross, WriteShard};
 use super::locking::{read_lock, write_lock};
 use super::{Store, SHARDS_PER_DB};
 use crate::entry::Entry;
@@ -136,17 +136,23 @@ impl<'a> Db<'a> {
     /// Write access to the shard holding `key` in this database and in
     /// database `other` (MOVE), which must be another one. Both locks are
     /// taken in the global order: the lower database's first (see
-    /// `locking`). Returns this database's guard first.
-    pub fn write_across(&self, other: usize, key: &[u8]) -> (WriteShard<'a>, WriteShard<'a>) {
+    /// `locking`).
+    pub fn write_across(&self, other: usize, key: &[u8]) -> WriteAcross<'a> {
         assert_ne!(self.index, other, "one lock taken twice");
         let there = self.store.db(other, self.now_ms);
         let index = self.shard_index(key);
         if self.index < other {
             let here = self.guard(index);
-            (here, there.guard(index))
+            WriteAcross {
+                here,
+                there: there.guard(index),
+            }
         } else {
             let there = there.guard(index);
-            (self.guard(index), there)
+            WriteAcross {
+                here: self.guard(index),
+                there,
+            }
         }
     }
 

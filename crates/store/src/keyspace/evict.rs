@@ -196,7 +196,7 @@ impl Store {
             return Attempt::NothingEligible;
         };
         let mut shard = self.db(db_no, now_ms).write(&key);
-        match shard.remove(&key) {
+        match shard.guard.take_live(&key, now_ms) {
             Some(entry) => self.evicted(db_no, entry),
             None => Attempt::Retry,
         }

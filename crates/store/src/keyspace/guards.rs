@@ -330,14 +330,43 @@ impl<'a> MultiWrite<'a> {
     }
 }
 impl Drop for MultiWrite<'_> {
-    /// Reports every shard's expired keys before the write is reported
-    /// (see [`Store::set_write_hook`]), while every shard is still held;
-    /// the guards' own drops then find nothing more to report.
     fn drop(&mut self) {
-        self.guards.iter_mut().for_each(|(_, g)| g.report_expired());
-        if self.guards.iter().any(|(_, g)| g.changed()) {
-            self.db.store.wrote();
-        }
+        let store = self.db.store;
+        report_together(store, self.guards.iter_mut().map(|(_, g)| g));
+    }
+}
+
+/// The shard of a key in two databases, locked for writing at once (see
+/// [`Db::write_across`]).
+pub struct WriteAcross<'a> {
+    /// The shard in the database the guard was asked of.
+    pub here: WriteShard<'a>,
+    /// The shard in the other database.
+    pub there: WriteShard<'a>,
+}
+
+impl Drop for WriteAcross<'_> {
+    fn drop(&mut self) {
+        let store = self.here.store;
+        report_together(store, [&mut self.here, &mut self.there]);
+    }
+}
+
+/// For guards released together: reports every shard's expired keys
+/// before the write is reported (see [`Store::set_write_hook`]), while
+/// every shard is still held; the guards' own drops then find nothing
+/// more to report.
+fn report_together<'g, 'a: 'g>(
+    store: &Store,
+    guards: impl IntoIterator<Item = &'g mut WriteShard<'a>>,
+) {
+    let mut changed = false;
+    for guard in guards {
+        guard.report_expired();
+        changed |= guard.changed();
+    }
+    if changed {
+        store.wrote();
     }
 }
 

@@ -40,7 +40,7 @@ mod snapshot;
 
 use counts::ShardCounts;
 pub use db::{Db, DbMemory, DbStats};
-pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteShard};
+pub use guards::{Lookup, MultiWrite, ReadShard, Vacant, WriteAcross, WriteShard};
 pub use locking::{drop_unlocked, holds_a_lock, Held, ShardSet, ShardsLocked};
 pub use snapshot::DbSize;
 
@@ -266,6 +266,8 @@ impl Store {
     /// events of that write. Two writes to one key thus reach the hook in
     /// the order they ran: the server records its replication stream there.
     /// Key events are also emitted under the lock of their key's shard.
+    /// Guards released together call it once each, all after every key
+    /// event: the hook records a write once.
     pub fn set_write_hook(&self, hook: WriteHook) {
         let _ = self.key_events.wrote.set(hook);
     }
@@ -430,9 +432,9 @@ mod tests {
         let (zero, one) = (store.db(0, 0), store.db(1, 0));
         zero.write(b"k").insert(b"k", s("v"), Some(5_000));
         for (from, to) in [(zero, 1), (one, 0), (zero, 1)] {
-            let (mut here, mut there) = from.write_across(to, b"k");
-            let entry = here.remove(b"k").unwrap();
-            assert!(there.insert_renamed(b"k", entry).is_none());
+            let mut both = from.write_across(to, b"k");
+            let entry = both.here.remove(b"k").unwrap();
+            assert!(both.there.insert_renamed(b"k", entry).is_none());
         }
         assert!(zero.read(b"k").get(b"k").is_none());
         let moved = one.read(b"k");
@@ -483,11 +485,55 @@ mod tests {
         store.set_report_new_keys(true);
         zero.write(b"k").insert(b"k", s("v"), Some(10));
         zero.write(b"k").insert(b"k", s("replaced"), None);
-        let (mut here, mut there) = zero.write_across(1, b"k");
-        let entry = here.remove(b"k").unwrap();
-        there.insert_renamed(b"k", entry);
-        drop((here, there));
+        let mut both = zero.write_across(1, b"k");
+        let entry = both.here.remove(b"k").unwrap();
+        both.there.insert_renamed(b"k", entry);
+        drop(both);
         let new = |db, k: &str| (KeyEvent::New, db, k.as_bytes().to_vec());
         assert_eq!(*events.lock(), [new(0, "k"), new(1, "k")]);
+    }
+    #[test]
+    fn a_write_is_reported_once_its_expired_keys_are_and_only_if_it_changed_something() {
+        let store = Store::new(2);
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let events = seen.clone();
+        store.set_key_event_hook(Box::new(move |event, db, key| {
+            events
+                .lock()
+                .push(format!("{event:?} {db} {}", String::from_utf8_lossy(key)));
+        }));
+        let writes = seen.clone();
+        store.set_write_hook(Box::new(move || writes.lock().push("wrote".to_string())));
+        let (zero, one) = (store.db(0, 0), store.db(1, 0));
+        let keys: Vec<String> = (0..200).map(|i| format!("k{i}")).collect();
+        for key in &keys {
+            zero.write(key.as_bytes())
+                .insert(key.as_bytes(), s("old"), Some(10));
+        }
+        one.write(b"m").insert(b"m", s("old"), Some(10));
+        zero.write(b"m").insert(b"m", s("v"), None);
+        seen.lock().clear();
+        let later = store.db(0, 100);
+        {
+            let mut all = later.write_many(&keys);
+            for key in &keys {
+                all.shard(key.as_bytes())
+                    .insert(key.as_bytes(), s("new"), None);
+            }
+        }
+        let log = std::mem::take(&mut *seen.lock());
+        let first_write = log.iter().position(|e| e == "wrote");
+        assert_eq!(first_write, Some(200), "every expired key first: {log:?}");
+        let mut both = later.write_across(1, b"m");
+        let entry = both.here.remove(b"m").unwrap();
+        both.there.insert_renamed(b"m", entry);
+        drop(both);
+        assert_eq!(seen.lock()[..2], ["Expired 1 m", "wrote"]);
+        seen.lock().clear();
+        later.write(b"absent").remove(b"absent");
+        assert!(
+            seen.lock().is_empty(),
+            "a write that changed nothing is not reported"
+        );
     }
 }

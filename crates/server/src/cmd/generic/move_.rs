@@ -38,13 +38,14 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         return Err("ERR source and destination objects are the same".into());
     }
     let moved = {
-        let (mut here, mut there) = ctx.db().write_across(target, key);
-        match here.peek(key).is_some() && there.peek(key).is_none() {
+        let mut both = ctx.db().write_across(target, key);
+        match both.here.peek(key).is_some() && both.there.peek(key).is_none() {
             true => {
-                let entry = here
+                let entry = both
+                    .here
                     .remove(key)
                     .expect("found just above under the same lock");
-                there.insert_renamed(key, entry);
+                both.there.insert_renamed(key, entry);
                 true
             }
             false => false,
