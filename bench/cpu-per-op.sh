@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# CPU time per request: what a server costs, whatever the load generator
+# does with the other core. redis-server, keel-server --threads 1 and
+# keel-server with its default threads run side by side on free ports (1 GB,
+# noeviction); for each command and pipeline depth, redis-benchmark
+# (-c 50 -r 100000) runs against each server in turn, the order rotating every
+# round, and the server's CPU time over that run (utime + stime of the
+# process, all threads, from /proc/PID/stat: clock ticks, so a run takes a few
+# hundred of them) is divided by the requests. Then, once per server, the
+# syscalls per request of SET and GET at P=1 and P=16, counted by strace -c on
+# every thread during a short run of SYSCALL_REQUESTS (strace slows the server;
+# the counts are what matters), and each server's CPU over IDLE_SECS with no
+# client at all.
+#
+# Commands: SET, GET, INCR, LPUSH, HSET, ZADD, MSET (redis-benchmark's, 10
+# keys) and MGET of 10 random keys, at P=1 and P=16 (P=16 sends 4x the
+# requests, to run about as long).
+#
+#   bench/cpu-per-op.sh [REQUESTS] [ROUNDS] [OUT_PREFIX]
+#   bench/cpu-per-op.sh --tables OUT_PREFIX   (the tables of a finished run again)
+#
+# Defaults: 300000 requests at P=1, 3 rounds; IDLE_SECS (default 30),
+# SYSCALL_REQUESTS (default 20000) and TESTS (default "set get incr lpush hset
+# zadd mset mget") from the environment. Raw records go
+# to OUT_PREFIX-records.txt, the tables to OUT_PREFIX.txt (default
+# bench/results/cpu-per-op-<timestamp>).
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# Prints the tables of the run whose records are OUT_PREFIX-records.txt ($1):
+# medians over the rounds.
+tables() {
+  python3 - "$1" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+records = [json.loads(line) for line in open(f"{out}-records.txt") if line.startswith("{")]
+runs = [r for r in records if r["kind"] == "run"]
+idle = [r for r in records if r["kind"] == "idle"]
+servers = ["redis", "keel-t1", "keel"]
+def median(values):
+    return statistics.median(values) if values else float("nan")
+def per(test, pipeline, server, field):
+    return median([r[field] for r in runs
+                   if (r["test"], r["pipeline"], r["server"]) == (test, pipeline, server)])
+keys = sorted({(r["test"], r["pipeline"]) for r in runs},
+              key=lambda k: (k[1], [r["test"] for r in runs].index(k[0])))
+rounds = len({r["round"] for r in runs})
+print(f"\n## CPU per request, µs (median of {rounds} rounds); ratio to Redis\n")
+print("| command | P | redis | keel --threads 1 | ratio | keel (default threads) | ratio |")
+print("|---|---|---|---|---|---|---|")
+for test, pipeline in keys:
+    r, k1, k = (per(test, pipeline, s, "cpu_us_per_req") for s in servers)
+    print(f"| {test.upper()} | {pipeline} | {r:.3f} | {k1:.3f} | {k1 / r:.2f} | {k:.3f} | {k / r:.2f} |")
+calls = [r for r in records if r["kind"] == "syscalls"]
+if calls:
+    print("\n## Syscalls per request (strace -c, every thread, one run each)\n")
+    print("| command | P | redis | keel --threads 1 | keel (default threads) | keel-t1's commonest |")
+    print("|---|---|---|---|---|---|")
+    for test, pipeline in sorted({(r["test"], r["pipeline"]) for r in calls}, key=lambda k: (k[1], k[0])):
+        by = {r["server"]: r for r in calls if (r["test"], r["pipeline"]) == (test, pipeline)}
+        top = ", ".join(f"{name} {n:.2f}" for name, n in by["keel-t1"]["top"])
+        print(f"| {test.upper()} | {pipeline} | " + " | ".join(f"{by[s]['per_req']:.2f}" for s in servers)
+              + f" | {top} |")
+print("\n## Every round, µs per request (redis / keel-t1 / keel)\n")
+print("| command | P | " + " | ".join(f"round {n}" for n in sorted({r['round'] for r in runs})) + " |")
+print("|---|---|" + "---|" * rounds)
+for test, pipeline in keys:
+    cells = []
+    for n in sorted({r["round"] for r in runs}):
+        vals = [next((r["cpu_us_per_req"] for r in runs if (r["test"], r["pipeline"], r["server"], r["round"]) ==
+                      (test, pipeline, s, n)), float("nan")) for s in servers]
+        cells.append(" / ".join(f"{v:.3f}" for v in vals))
+    print(f"| {test.upper()} | {pipeline} | " + " | ".join(cells) + " |")
+if idle:
+    print("\n## Idle\n")
+    print("| server | seconds | CPU ms |")
+    print("|---|---|---|")
+    for r in idle:
+        print(f"| {r['server']} | {r['seconds']} | {r['cpu_ms']:.1f} |")
+PY
+}
+if [ "${1:-}" = --tables ]; then
+  tables "$2"
+  exit
+fi
+requests=${1:-300000}
+rounds=${2:-3}
+out=${3:-$root/bench/results/cpu-per-op-$(date +%Y%m%d-%H%M%S)}
+idle_secs=${IDLE_SECS:-30}
+tests=${TESTS:-set get incr lpush hset zadd mset mget}
+require_built "$keel"
+command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark" >&2; exit 1; }
+records=$out-records.txt
+: >"$records"
+kill_servers_at_exit
+
+# CPU time of process $1 so far, all threads (exited ones included), in ns.
+cpu_ns() {
+  awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); print ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
+}
+
+common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction --save "")
+declare -A port pid
+port[redis]=$(free_port)
+redis-server --port "${port[redis]}" "${common[@]}" --appendonly no >/dev/null 2>&1 &
+pid[redis]=$!
+pids+=("${pid[redis]}")
+port[keel-t1]=$(free_port)
+"$keel" --port "${port[keel-t1]}" "${common[@]}" --threads 1 >/dev/null 2>&1 &
+pid[keel-t1]=$!
+pids+=("${pid[keel-t1]}")
+port[keel]=$(free_port)
+"$keel" --port "${port[keel]}" "${common[@]}" >/dev/null 2>&1 &
+pid[keel]=$!
+pids+=("${pid[keel]}")
+for server in redis keel-t1 keel; do
+  wait_port "${port[$server]}"
+done
+
+record "# cpu-per-op bench $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
+record "requests=$requests (x4 at P=16) rounds=$rounds idle_secs=$idle_secs tests=$tests; $(redis-server --version); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# redis-benchmark's arguments for test $1.
+bench_args() {
+  case $1 in
+    mget) echo "MGET key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__" ;;
+    *) echo "-t $1" ;;
+  esac
+}
+
+# One run: test $2 at pipeline $3 against server $1 in round $4; appends a
+# JSON record.
+run() {
+  local server=$1 test=$2 pipeline=$3 round=$4 n=$requests
+  [ "$pipeline" -gt 1 ] && n=$((requests * 4))
+  local p=${pid[$server]} cpu0 cpu1
+  cpu0=$(cpu_ns "$p")
+  # shellcheck disable=SC2046
+  redis-benchmark -p "${port[$server]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null
+  cpu1=$(cpu_ns "$p")
+  python3 -c "import json; print(json.dumps({'kind': 'run', 'server': '$server', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'requests': $n, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
+}
+
+# Syscalls per request of test $2 at pipeline $3 against server $1: strace -c
+# on every thread during a run of SYSCALL_REQUESTS; appends a JSON record with
+# the total and the three commonest calls.
+count_syscalls() {
+  local server=$1 test=$2 pipeline=$3 n=${SYSCALL_REQUESTS:-20000} trace=$out-strace.tmp attach=()
+  for task in /proc/"${pid[$server]}"/task/*; do
+    attach+=(-p "${task##*/}")
+  done
+  strace -c -f -o "$trace" "${attach[@]}" 2>/dev/null &
+  local tracer=$!
+  sleep 1
+  # shellcheck disable=SC2046
+  redis-benchmark -p "${port[$server]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null
+  kill -INT "$tracer"
+  wait "$tracer" 2>/dev/null || true
+  python3 - "$trace" "$server" "$test" "$pipeline" "$n" >>"$records" <<'PY'
+import json, sys
+path, server, test, pipeline, n = sys.argv[1:]
+rows = []
+for line in open(path):
+    parts = line.split()
+    if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and parts[-1] != "total":
+        rows.append((parts[-1], int(parts[3])))
+total = sum(calls for _, calls in rows)
+top = sorted(rows, key=lambda r: -r[1])[:3]
+print(json.dumps({"kind": "syscalls", "server": server, "test": test, "pipeline": int(pipeline),
+                  "per_req": total / int(n), "top": [(name, calls / int(n)) for name, calls in top]}))
+PY
+  rm -f "$trace"
+}
+
+order=(redis keel-t1 keel)
+for round in $(seq 1 "$rounds"); do
+  for pipeline in 1 16; do
+    for test in $tests; do
+      for server in "${order[@]}"; do
+        run "$server" "$test" "$pipeline" "$round"
+      done
+    done
+  done
+  record "round $round done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  order=("${order[@]:1}" "${order[0]}")
+done
+
+for server in redis keel-t1 keel; do
+  for pipeline in 1 16; do
+    for test in set get; do
+      count_syscalls "$server" "$test" "$pipeline"
+    done
+  done
+done
+
+# Idle: no client connected; each server's CPU over the same seconds.
+declare -A idle0
+for server in redis keel-t1 keel; do
+  idle0[$server]=$(cpu_ns "${pid[$server]}")
+done
+sleep "$idle_secs"
+for server in redis keel-t1 keel; do
+  echo "{\"kind\": \"idle\", \"server\": \"$server\", \"seconds\": $idle_secs, \"cpu_ms\": $((($(cpu_ns "${pid[$server]}") - ${idle0[$server]}) / 1000000))}" >>"$records"
+done
+
+tables "$out" | tee -a "$out.txt"
