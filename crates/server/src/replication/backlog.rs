@@ -216,6 +216,7 @@ impl Backlog {
     pub fn stop(&self) {
         let mut inner = self.inner.lock();
         self.active.store(false, Ordering::Relaxed);
+        inner.start = inner.end();
         inner.bytes = VecDeque::new();
         for replica in inner.replicas.drain(..) {
             replica.drop_now();
