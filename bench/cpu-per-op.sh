@@ -46,6 +46,8 @@ def per(test, pipeline, server, field):
 keys = sorted({(r["test"], r["pipeline"]) for r in runs},
               key=lambda k: (k[1], [r["test"] for r in runs].index(k[0])))
 rounds = len({r["round"] for r in runs})
+if not runs:
+    keys = []
 print(f"\n## CPU per request, µs (median of {rounds} rounds); ratio to Redis\n")
 print("| command | P | redis | keel --threads 1 | ratio | keel (default threads) | ratio |")
 print("|---|---|---|---|---|---|---|")
@@ -97,7 +99,7 @@ kill_servers_at_exit
 
 # CPU time of process $1 so far, all threads (exited ones included), in ns.
 cpu_ns() {
-  awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); print ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
+  awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
 }
 
 common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction --save "")
@@ -119,7 +121,7 @@ for server in redis keel-t1 keel; do
 done
 
 record "# cpu-per-op bench $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
-record "requests=$requests (x4 at P=16) rounds=$rounds idle_secs=$idle_secs tests=$tests; $(redis-server --version); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+record "requests=$requests (x4 at P=16) rounds=$rounds idle_secs=$idle_secs tests=$tests; keel=$keel; $(redis-server --version); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # redis-benchmark's arguments for test $1.
 bench_args() {
