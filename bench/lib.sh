@@ -71,6 +71,34 @@ pipeline = 256
 TOML
 }
 
+# The arguments and set-up the 10M-key benches (snapshot.sh, replication.sh)
+# share. `--tables OUT_PREFIX` prints a finished run's tables (the script's
+# `tables`) and exits. Otherwise [KEYS] [RATE] [OUT_PREFIX] set $keys (default
+# 10000000), $rate (default $2) and $out (default bench/results/$1-<timestamp>);
+# HOT and LOAD_SECS set $hot (default KEYS/10, at most 1000000) and $load_secs
+# (default 30). $scratch is an emptied bench/results/tmp/$1 and $records an
+# emptied $out-records.txt; servers in $pids are killed at exit.
+load_bench_setup() {
+  local name=$1 default_rate=$2
+  shift 2
+  if [ "${1:-}" = --tables ]; then
+    tables "$2"
+    exit
+  fi
+  keys=${1:-10000000}
+  rate=${2:-$default_rate}
+  out=${3:-$root/bench/results/$name-$(date +%Y%m%d-%H%M%S)}
+  hot=${HOT:-$((keys / 10 < 1000000 ? keys / 10 : 1000000))}
+  load_secs=${LOAD_SECS:-30}
+  require_built "$bench" "$keel"
+  command -v redis-server >/dev/null || { echo "missing redis-server" >&2; exit 1; }
+  scratch=$root/bench/results/tmp/$name
+  rm -rf "$scratch"
+  records=$out-records.txt
+  : >"$records"
+  kill_servers_at_exit
+}
+
 # Prints its arguments and appends them to $out.txt (the run's record).
 record() { echo "$*" | tee -a "$out.txt"; }
 

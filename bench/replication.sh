@@ -129,25 +129,8 @@ for n in ["none"] + names:
     print(row)
 PY
 }
-if [ "${1:-}" = --tables ]; then
-  tables "$2"
-  exit
-fi
-keys=${1:-10000000}
-rate=${2:-50000}
-out=${3:-$root/bench/results/replication-$(date +%Y%m%d-%H%M%S)}
-hot=${HOT:-$((keys / 10 < 1000000 ? keys / 10 : 1000000))}
-load_secs=${LOAD_SECS:-30}
-require_built "$bench" "$keel"
-command -v redis-server >/dev/null || { echo "missing redis-server" >&2; exit 1; }
-
-scratch=$root/bench/results/tmp/replication
-rm -rf "$scratch"
+load_bench_setup replication 50000 "$@"
 mkdir -p "$scratch/primary" "$scratch/redis" "$scratch/keel"
-records=$out-records.txt
-: >"$records"
-
-kill_servers_at_exit
 
 # The port of the $1th server: BASE_PORT+$1, or a free one.
 port_for() {

@@ -88,25 +88,8 @@ for mix in ("get8set2", "get5set5"):
               f"{len(t)} ({sum(t)/max(len(t),1):.2f}) | {mb(extra(ra)[0]):.1f} / {mb(extra(rb)[0]):.1f} | {mb(copy):.1f} | {100*copy/ds:.2f}% | {100*grow/ds:.2f}% | {ra['loadavg_1min']:.1f} / {rb['loadavg_1min']:.1f} |")
 PY
 }
-if [ "${1:-}" = --tables ]; then
-  tables "$2"
-  exit
-fi
-keys=${1:-10000000}
-rate=${2:-20000}
-out=${3:-$root/bench/results/snapshot-$(date +%Y%m%d-%H%M%S)}
-hot=${HOT:-$((keys / 10 < 1000000 ? keys / 10 : 1000000))}
-load_secs=${LOAD_SECS:-30}
-require_built "$bench" "$keel"
-command -v redis-server >/dev/null || { echo "missing redis-server" >&2; exit 1; }
-
-scratch=$root/bench/results/tmp/snapshot
-rm -rf "$scratch"
+load_bench_setup snapshot 20000 "$@"
 mkdir -p "$scratch/redis" "$scratch/keel"
-records=$out-records.txt
-: >"$records"
-
-kill_servers_at_exit
 
 next_port=0
 port_for() {
