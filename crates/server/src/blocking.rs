@@ -504,7 +504,7 @@ impl Blocking {
                 let _recording = waiter
                     .wait
                     .propagated(&key)
-                    .map(|pop| Recording::effect(db, vec![pop]));
+                    .map(|pop| Recording::effect(db, pop));
                 let mut locked = view.write_many(&keys);
                 let mut queues = self.queues.lock();
                 let value = locked.peek(&key).map(|e| e.value());

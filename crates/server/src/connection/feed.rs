@@ -48,9 +48,12 @@ impl Connection<'_> {
             backlog.add_replica(ip, port, from)
         });
         handle.replica.store(follows, Ordering::Relaxed);
+        let diskless =
+            handshake.capa_eof && self.server.config.read().value("repl-diskless-sync") == "yes";
         let served = async {
             if let SyncStart::Full { psync } = start {
-                if !self.send_snapshot(psync, link.clone(), killed.as_mut()).await? {
+                let sent = self.send_snapshot(psync, diskless, link.clone(), killed.as_mut());
+                if !sent.await? {
                     return Ok(());
                 }
             }
@@ -61,7 +64,7 @@ impl Connection<'_> {
             // at the end of what it reads: the stream waits for its first
             // acknowledgement (it has loaded), as Redis's primary waits.
             if matches!(start, SyncStart::Full { .. })
-                && handshake.capa_eof
+                && diskless
                 && !self.wait_first_ack(link, killed.as_mut()).await?
             {
                 return Ok(());
@@ -89,16 +92,16 @@ impl Connection<'_> {
     }
 
     /// The snapshot: `+FULLRESYNC` for PSYNC once the instant is taken,
-    /// then the payload the save thread writes, a few chunks at a time.
-    /// False if the client was killed first.
+    /// then the payload the save thread writes, a few chunks at a time,
+    /// `$EOF:`-framed when `diskless`. False if the client was killed first.
     async fn send_snapshot(
         &mut self,
         psync: bool,
+        diskless: bool,
         link: Option<Arc<ReplicaLink>>,
         mut killed: Pin<&mut impl Future<Output = ()>>,
     ) -> std::io::Result<bool> {
-        let diskless = self.server.config.read().value("repl-diskless-sync") == "yes";
-        let format = match self.client.replica_handshake.capa_eof && diskless {
+        let format = match diskless {
             true => {
                 let mut mark = [0u8; EOF_MARK_LEN];
                 for byte in &mut mark {

@@ -329,20 +329,20 @@ impl Backlog {
 
     /// Replicas online that acknowledged `offset` or more.
     pub fn acknowledged_by(&self, offset: u64) -> usize {
-        self.replicas()
-            .iter()
-            .filter(|r| {
-                r.state() == ReplicaState::Online && r.acked.load(Ordering::Relaxed) >= offset
-            })
-            .count()
+        self.online_where(|r| r.acked.load(Ordering::Relaxed) >= offset)
     }
 
     /// Replicas online whose last acknowledgement is at most `max_lag`
-    /// seconds old (`min-replicas-max-lag`).
+    /// seconds old (`min-replicas-max-lag`): checked on every write while
+    /// `min-replicas-to-write` is set, so counted in place.
     pub fn good_replicas(&self, max_lag: u64, now_ms: u64) -> usize {
-        self.replicas()
-            .iter()
-            .filter(|r| r.state() == ReplicaState::Online && r.lag_seconds(now_ms) <= max_lag)
+        self.online_where(|r| r.lag_seconds(now_ms) <= max_lag)
+    }
+
+    fn online_where(&self, holds: impl Fn(&ReplicaLink) -> bool) -> usize {
+        let inner = self.inner.lock();
+        (inner.replicas.iter())
+            .filter(|r| r.state() == ReplicaState::Online && holds(r))
             .count()
     }
 }

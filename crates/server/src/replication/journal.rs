@@ -61,7 +61,7 @@ enum Form {
         now_ms: u64,
     },
     /// What the command did (see [`propagate_as`]).
-    Effect(Vec<Vec<Bytes>>),
+    Effect(Vec<Bytes>),
 }
 
 /// Commands recorded by a transaction or a script so far, recorded
@@ -96,12 +96,12 @@ pub fn recorded<R>(
 pub struct Recording(());
 
 impl Recording {
-    /// A write whose effect is `commands` in database `db` (a blocked
-    /// client served a pop).
-    pub fn effect(db: usize, commands: Vec<Vec<Bytes>>) -> Recording {
+    /// A write whose effect is the command `words` in database `db` (a
+    /// blocked client served a pop).
+    pub fn effect(db: usize, words: Vec<Bytes>) -> Recording {
         Recording::push(Running {
             db,
-            form: Form::Effect(commands),
+            form: Form::Effect(words),
             recorded: false,
         })
     }
@@ -118,21 +118,16 @@ impl Drop for Recording {
     }
 }
 
-/// Records the running write as `commands` instead of itself: what it did,
-/// where its arguments do not tell (a random pick, a float computed, the
-/// key a blocking pop served). Call it before the write's guard is
-/// released.
-pub fn propagate_as(commands: Vec<Vec<Bytes>>) {
+/// Records the running write as the command `words` instead of itself:
+/// what it did, where its arguments do not tell (a random pick, a float
+/// computed, the key a blocking pop served). Call it before the write's
+/// guard is released.
+pub fn propagate_as(words: Vec<Bytes>) {
     RUNNING.with_borrow_mut(|stack| {
         if let Some(top) = stack.last_mut() {
-            top.form = Form::Effect(commands);
+            top.form = Form::Effect(words);
         }
     });
-}
-
-/// [`propagate_as`] of one command given as words.
-pub fn propagate_as_one(words: Vec<Bytes>) {
-    propagate_as(vec![words]);
 }
 
 /// Where records go: the server's replication buffer.
@@ -147,32 +142,31 @@ impl Journal<'_> {
         if !self.backlog.active() {
             return;
         }
-        let Some((db, commands)) = RUNNING.with_borrow_mut(|stack| {
+        let Some((db, command)) = RUNNING.with_borrow_mut(|stack| {
             let top = stack.last_mut().filter(|r| !r.recorded)?;
             top.recorded = true;
-            let commands = match &mut top.form {
+            let command = match &mut top.form {
                 Form::Command { spec, args, now_ms } => {
                     // SAFETY: a `Command` is on the stack only while
                     // `recorded` runs, which borrows the arguments.
                     let args = unsafe { args.as_ref() };
-                    vec![rewritten(spec, args, *now_ms)]
+                    rewritten(spec, args, *now_ms)
                 }
-                Form::Effect(commands) => std::mem::take(commands),
+                Form::Effect(words) => std::mem::take(words),
             };
-            Some((top.db, commands))
+            Some((top.db, command))
         }) else {
             return;
         };
         let outside_a_block = BLOCK.with_borrow_mut(|block| match block {
             Some(block) => {
-                block.commands.extend(commands.into_iter().map(|c| (db, c)));
+                block.commands.push((db, command));
                 None
             }
-            None => Some(commands),
+            None => Some(command),
         });
-        if let Some(commands) = outside_a_block {
-            self.backlog
-                .record(commands.iter().map(|c| (Some(db), &c[..])));
+        if let Some(command) = outside_a_block {
+            self.backlog.record([(Some(db), &command[..])]);
         }
     }
 
@@ -269,6 +263,15 @@ fn rewritten(spec: &Spec, args: &[Bytes], now_ms: u64) -> Vec<Bytes> {
         out.extend_from_slice(rest);
         out
     };
+    let set_pxat = |key: &Bytes, value: &Bytes, at: i64| {
+        vec![
+            word("SET"),
+            key.clone(),
+            value.clone(),
+            word("PXAT"),
+            number(at),
+        ]
+    };
     let verbatim = || args.to_vec();
     match spec.name {
         "set" => {
@@ -281,26 +284,14 @@ fn rewritten(spec: &Spec, args: &[Bytes], now_ms: u64) -> Vec<Bytes> {
                         _ => None,
                     });
             match timed {
-                Some(at) => vec![
-                    word("SET"),
-                    args[1].clone(),
-                    args[2].clone(),
-                    word("PXAT"),
-                    number(at),
-                ],
+                Some(at) => set_pxat(&args[1], &args[2], at),
                 None => verbatim(),
             }
         }
         "setex" | "psetex" => {
             let unit: &[u8] = if spec.name == "setex" { b"EX" } else { b"PX" };
             match deadline(unit, &args[2]) {
-                Some(at) => vec![
-                    word("SET"),
-                    args[1].clone(),
-                    args[3].clone(),
-                    word("PXAT"),
-                    number(at),
-                ],
+                Some(at) => set_pxat(&args[1], &args[3], at),
                 None => verbatim(),
             }
         }

@@ -289,7 +289,7 @@ fn pop_or_wait(
     for source in sources {
         if let Some(popped) = wait.apply(&mut locked, source, &limits, ctx.notifier())? {
             if let Some(pop) = wait.propagated(source) {
-                super::journal::propagate_as_one(pop);
+                super::journal::propagate_as(pop);
             }
             let key = source.clone();
             write_outcome(&mut ctx.w(), &wait, Some(Outcome::Popped { key, popped }));

@@ -63,7 +63,7 @@ pub const HINCRBYFLOAT: Spec = Spec {
                 let text = hash_increment(current, &args[3])?;
                 hash.set(&args[2], text.as_bytes(), &limits);
                 // The result, not the increment (see INCRBYFLOAT).
-                journal::propagate_as_one(vec![
+                journal::propagate_as(vec![
                     Bytes::from_static(b"HSET"),
                     args[1].clone(),
                     args[2].clone(),

@@ -38,7 +38,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         // Replicas remove the members picked here, not ones of their own.
         let mut srem = vec![Bytes::from_static(b"SREM"), args[1].clone()];
         srem.extend(popped.iter().map(|m| Bytes::copy_from_slice(m)));
-        journal::propagate_as_one(srem);
+        journal::propagate_as(srem);
         Ok(Edit::changed_if(!popped.is_empty(), popped))
     })?
     .unwrap_or_default();

@@ -58,7 +58,7 @@ fn run(ctx: &mut Ctx, args: &[bytes::Bytes]) -> Result<(), Error> {
             // Replicas append the same ID, whatever their clock says.
             let mut recorded = args.to_vec();
             recorded[options.id_at] = id.to_string().into();
-            journal::propagate_as_one(recorded);
+            journal::propagate_as(recorded);
             let trimmed = options.trim.map_or(0, |trim| stream.trim(trim));
             Ok(Edit::changed((id, trimmed)))
         })?

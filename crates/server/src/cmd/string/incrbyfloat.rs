@@ -45,7 +45,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         Lookup::Missing(vacant) => vacant.insert(value, None),
     }
     // The result, not the increment: replicas' floats could round apart.
-    journal::propagate_as_one(vec![
+    journal::propagate_as(vec![
         Bytes::from_static(b"SET"),
         key.clone(),
         Bytes::from(text.clone()),
