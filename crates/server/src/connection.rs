@@ -7,6 +7,15 @@
 //! only; nothing else is affected. A killed connection (CLIENT KILL, server
 //! shutdown) answers the requests it had already read, then closes.
 //!
+//! A batch's replies are sent after the other connections ready at the
+//! same time have run their batches: the task yields before it writes, as
+//! Redis reads and runs every ready client before it writes any reply.
+//! Each send wakes its client, and a client already woken by an earlier
+//! send takes the next one cheaply; sends spread between reads and
+//! executions found the client asleep far more often, and on this
+//! machine those wake-ups took 27% of keel's CPU at P=16 against 7% of
+//! Redis's (bench/results/2026-11-26-cpu-per-op.md).
+//!
 //! Buffers are charged to the client budget (`client_budget.rs`): a read
 //! that would grow them past it waits, which is keel's backpressure.
 //!
@@ -49,7 +58,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use keel_resp::{Limits, RequestDecoder, Writer};
@@ -60,6 +69,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use crate::blocking::Blocked;
 use crate::client::{AfterReply, Client, Unblock};
 use crate::client_budget::CONNECTION_OVERHEAD_BYTES;
+use crate::clock::Now;
 use crate::server::{unix_ms, Server};
 use crate::stats::{Stats, Work};
 use crate::{cmd, verbose, warning};
@@ -365,6 +375,35 @@ fn has_data(socket: &TcpStream) -> std::io::Result<bool> {
     }
 }
 
+/// Reads what `socket` has into the spare room of `buf`. A read that
+/// leaves room unfilled has drained the socket, so it clears the socket's
+/// read readiness as a read that would block does: the next read waits for
+/// new data instead of asking the socket once more for nothing. That is
+/// one read per batch, as Redis's one read per readable event, where
+/// reading until the socket would block cost a second, empty read (1.30
+/// reads per request at P=1, bench/results/2026-11-26-cpu-per-op.md).
+/// Data arriving after the read raises a new readiness event, which the
+/// clearing leaves alone, and a closed peer's readiness is never cleared.
+fn read_available(socket: &TcpStream, buf: &mut BytesMut) -> std::io::Result<usize> {
+    let mut drained = None;
+    let read = socket.try_io(tokio::io::Interest::READABLE, || {
+        let spare = buf.spare_capacity_mut();
+        let room = spare.len();
+        let n = socket2::SockRef::from(socket).recv(spare)?;
+        // SAFETY: `recv` initialised the first `n` bytes of the spare room.
+        unsafe { buf.set_len(buf.len() + n) };
+        if n > 0 && n < room {
+            drained = Some(n);
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    });
+    match drained {
+        Some(n) => Ok(n),
+        None => read,
+    }
+}
+
 /// Resolves once the peer has closed the connection or it failed: what a
 /// connection paused for the client budget watches for, since it reads
 /// nothing that would show it. (A client that only shut down its sending
@@ -394,7 +433,7 @@ struct Connection<'a> {
     /// Bytes this connection has charged to the client budget.
     charged: usize,
     /// When the reply backlog went over the soft output limit.
-    over_soft_limit_since: Option<std::time::Instant>,
+    over_soft_limit_since: Option<Instant>,
     place: Place<'a>,
     /// The lane turn held while a heavy batch is read and executed.
     lane_turn: Option<SemaphorePermit<'a>>,
@@ -447,6 +486,12 @@ impl<'a> Connection<'a> {
             let batch = self.execute_buffered(killed.as_mut()).await?;
             if std::mem::take(&mut exposed_input) {
                 handle.clear_unexecuted();
+            }
+            if !self.write_buf.is_empty() {
+                // Replies go out once every connection ready now has run
+                // its batch (see the module comment).
+                self.leave_lane();
+                tokio::task::yield_now().await;
             }
             self.flush().await?;
             if matches!(batch, Batch::Close) || handle.is_killed() {
@@ -543,7 +588,7 @@ impl<'a> Connection<'a> {
                         handle.expose_unread(&progress.read_buf);
                         *exposed_input = true;
                     }
-                    match socket.try_read_buf(&mut progress.read_buf) {
+                    match read_available(socket, &mut progress.read_buf) {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => *lane_turn = None,
                         read => return read.map(Some),
                     }
@@ -690,17 +735,18 @@ impl<'a> Connection<'a> {
         let soft = hot.output_soft_limit.load(Ordering::Relaxed);
         let over_hard = hard > 0 && pending > hard;
         let over_soft = soft > 0 && pending > soft;
-        let since = match over_soft {
-            true => *self
-                .over_soft_limit_since
-                .get_or_insert_with(std::time::Instant::now),
+        let soft_seconds = hot.output_soft_seconds.load(Ordering::Relaxed);
+        let over_soft_too_long = match over_soft {
+            true => {
+                let since = self.over_soft_limit_since.get_or_insert_with(Instant::now);
+                since.elapsed().as_secs() >= soft_seconds
+            }
             false => {
                 self.over_soft_limit_since = None;
-                std::time::Instant::now()
+                false
             }
         };
-        let soft_seconds = hot.output_soft_seconds.load(Ordering::Relaxed);
-        if over_hard || (over_soft && since.elapsed().as_secs() >= soft_seconds) {
+        if over_hard || over_soft_too_long {
             let handle = &self.client.handle;
             warning!(
                 "Client id={} addr={} closed for overcoming of output buffer limits.",
@@ -719,6 +765,9 @@ impl<'a> Connection<'a> {
         mut killed: Pin<&mut impl Future<Output = ()>>,
     ) -> std::io::Result<Batch> {
         let max_bulk_len = self.server.hot.proto_max_bulk_len.load(Ordering::Relaxed) as usize;
+        // The clocks as the batch's commands read them (see `crate::clock`):
+        // read for the first command, and again after anything that waits.
+        let mut now = None;
         loop {
             let limits = Limits {
                 max_bulk_len,
@@ -742,7 +791,8 @@ impl<'a> Connection<'a> {
                     return Ok(Batch::Close);
                 }
             };
-            let held = cmd::held_by_pause(self.server, self.client, &args, unix_ms());
+            let at = now.get_or_insert_with(Now::read).unix_ms();
+            let held = cmd::held_by_pause(self.server, self.client, &args, at);
             let at_acceptor = matches!(self.place, Place::Acceptor);
             if at_acceptor && (held.is_some() || !cmd::is_quick(&self.server.commands, &args)) {
                 self.progress.unexecuted = Some(args);
@@ -757,14 +807,20 @@ impl<'a> Connection<'a> {
                     _ = &mut killed => return Ok(Batch::Close),
                     _ = peer_closed(self.socket) => return Ok(Batch::Close),
                 }
+                now = None;
             }
             if let Some(lane) = self.heavy_lane().filter(|_| self.lane_turn.is_none()) {
                 self.lane_turn = Some(lane.take_turn(&self.server.stats).await);
+                now = None;
             }
-            if !self.execute_isolated(&args) {
+            if !self.execute_isolated(&args, now.get_or_insert_with(Now::read)) {
                 return Ok(Batch::Close);
             }
-            match self.client.after_reply.take() {
+            let after_reply = self.client.after_reply.take();
+            if after_reply.is_some() {
+                now = None;
+            }
+            match after_reply {
                 Some(AfterReply::Close) => return Ok(Batch::Close),
                 // The reply waits with the connection, as Redis's does.
                 Some(AfterReply::Sleep(pause)) => {
@@ -815,6 +871,7 @@ impl<'a> Connection<'a> {
             }
             if self.write_buf.len() > FLUSH_THRESHOLD {
                 self.flush().await?;
+                now = None;
             }
         }
     }
@@ -826,10 +883,10 @@ impl<'a> Connection<'a> {
     /// same clean-up as any other (CLIENT LIST, watches, subscriptions,
     /// client budget), while the worker goes on serving its other
     /// connections.
-    fn execute_isolated(&mut self, args: &[Bytes]) -> bool {
+    fn execute_isolated(&mut self, args: &[Bytes], now: &mut Now) -> bool {
         let reply_start = self.write_buf.len();
         let (server, client, out) = (self.server, &mut *self.client, &mut self.write_buf);
-        let run = std::panic::AssertUnwindSafe(|| cmd::execute(server, client, args, out));
+        let run = std::panic::AssertUnwindSafe(|| cmd::execute(server, client, args, out, now));
         if let Ok(grew) = std::panic::catch_unwind(run) {
             if grew {
                 // The reply is charged with this connection's buffers from

@@ -6,6 +6,7 @@
 mod blocking;
 mod client;
 mod client_budget;
+mod clock;
 mod cmd;
 mod config;
 mod connection;

@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use keel_resp::{ReplyLimit, Writer};
 
 use crate::client::Client;
+use crate::clock::Now;
 use crate::eviction::Room;
 pub use crate::pubsub::{KeyspaceEvents as Events, Notifier};
 pub use crate::replication::journal;
@@ -248,6 +249,9 @@ pub struct Ctx<'a> {
     pub out: &'a mut BytesMut,
     /// Unix milliseconds when the command started.
     pub now_ms: u64,
+    /// The clocks as latest read: when the running command started, or
+    /// for EXEC and scripts, when their latest command ended.
+    pub(super) now: Now,
     /// Indexes of the running command's arguments that the slow log must
     /// not show (see [`Ctx::redact`]).
     pub redacted: Vec<usize>,
@@ -359,7 +363,8 @@ impl<'a> Ctx<'a> {
     /// The selected database, recording accesses even under CLIENT
     /// NO-TOUCH (TOUCH, whose purpose is the access).
     pub fn db_touching(&self) -> keel_store::Db<'a> {
-        self.server.store.db(self.client.db, self.now_ms)
+        let clock = self.server.store.clock_at(self.now.instant());
+        self.server.store.db_at(self.client.db, self.now_ms, clock)
     }
 
     /// Counts a read's lookup of `key` for INFO's keyspace_hits/misses; a

@@ -5,7 +5,7 @@
 //! clients a write unblocked.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use keel_resp::ReplyLimit;
@@ -14,9 +14,10 @@ use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spe
 use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
 use super::registry::Table;
 use crate::client::{AfterReply, Client, ClientHandle};
+use crate::clock::Now;
 use crate::eviction::Room;
 use crate::replication::journal;
-use crate::server::Server;
+use crate::server::{unix_ms, Server};
 use crate::stats::Outcome;
 
 /// Formats the unknown-command error exactly as Redis 7 does: the name
@@ -120,6 +121,7 @@ pub fn call_nested(
         client,
         out,
         now_ms,
+        now: Now::read(),
         redacted: Vec::new(),
         reply_limit: reply_limit(server, 0),
         room: Room::empty(server),
@@ -152,17 +154,25 @@ pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
     })
 }
 
-/// Runs one command (or queues it inside MULTI) and writes its reply to
-/// `out`. Returns true if the reply grew past what a reply may take without
-/// asking the client budget (see [`Ctx::w`]): the room it was granted is
-/// given back on return, so the caller must charge `out` itself.
-pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) -> bool {
+/// Runs one command (or queues it inside MULTI) at `now`, and writes its
+/// reply to `out`; `now` moves on to when the command ended (see
+/// `crate::clock`). Returns true if the reply grew past what a reply may
+/// take without asking the client budget (see [`Ctx::w`]): the room it was
+/// granted is given back on return, so the caller must charge `out` itself.
+pub fn execute(
+    server: &Server,
+    client: &mut Client,
+    args: &[Bytes],
+    out: &mut BytesMut,
+    now: &mut Now,
+) -> bool {
     let reply_start = out.len();
     let mut ctx = Ctx {
         server,
         client,
         out,
-        now_ms: crate::server::unix_ms(),
+        now_ms: now.unix_ms(),
+        now: *now,
         redacted: Vec::new(),
         reply_limit: reply_limit(server, reply_start),
         room: Room::empty(server),
@@ -183,6 +193,7 @@ pub fn execute(server: &Server, client: &mut Client, args: &[Bytes], out: &mut B
         }
     }
     ctx.client.reply_mode = mode.after_command();
+    *now = ctx.now;
     ctx.reply_limit.granted > 0
 }
 
@@ -444,9 +455,9 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     ctx.redacted.clear();
     let asked_before = ctx.client.after_reply.is_some();
     let reply_start = ctx.out.len();
-    let started = Instant::now();
+    let started = ctx.now.instant();
     let result = run_with_room(ctx, spec, args, reply_start);
-    let mut elapsed = started.elapsed();
+    let mut elapsed = ctx.now.advance(started);
     if let Err(Error(msg)) = result {
         ctx.w().error(&msg);
     }
@@ -494,7 +505,8 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         }
         None => {
             server.stats.record_call(id, elapsed, outcome);
-            record_execution(server, &ctx.client.handle, id, args, &ctx.redacted, elapsed);
+            let handle = &ctx.client.handle;
+            record_execution(server, handle, id, args, &ctx.redacted, elapsed, now_ms);
         }
     }
     if server.pubsub.has_monitors() && !spec.has_flag("admin") {
@@ -567,6 +579,7 @@ fn record_execution(
     args: &[Bytes],
     redacted: &[usize],
     elapsed: Duration,
+    now_ms: u64,
 ) {
     server.stats.record_latency(id, elapsed);
     let spec = server.commands.specs[id];
@@ -574,8 +587,7 @@ fn record_execution(
         true => "fast-command",
         false => "command",
     };
-    let now_secs = crate::server::unix_ms() / 1000;
-    (server.stats.latency_monitor).observe(event, elapsed, now_secs);
+    (server.stats.latency_monitor).observe(event, elapsed, now_ms / 1000);
     if server.slowlog.is_slow(elapsed) && !server.commands.specs[id].has_flag("skip_slowlog") {
         server.slowlog.push(args, redacted, elapsed, client);
     }
@@ -606,14 +618,14 @@ impl Execution {
         outcome: Outcome,
     ) {
         server.stats.record_call(self.id, elapsed, outcome);
-        record_execution(server, client, self.id, &self.args, &[], elapsed);
+        record_execution(server, client, self.id, &self.args, &[], elapsed, unix_ms());
     }
 
     /// Records the run, adding `serving` (the time to write its reply) to
     /// its own execution time as Redis does.
     pub fn record(self, server: &Server, client: &ClientHandle, serving: Duration) {
         let elapsed = self.elapsed + serving;
-        record_execution(server, client, self.id, &self.args, &[], elapsed);
+        record_execution(server, client, self.id, &self.args, &[], elapsed, unix_ms());
     }
 }
 

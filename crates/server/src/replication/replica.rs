@@ -21,6 +21,7 @@ use tokio::net::TcpStream;
 
 use super::{LinkState, Primary};
 use crate::client::{AfterReply, Client};
+use crate::clock::Now;
 use crate::persistence::load::{load_file, LoadInto};
 use crate::persistence::Settings;
 use crate::server::{unix_ms, Server};
@@ -416,7 +417,7 @@ async fn send_ack(conn: &mut Conn, offset: u64) -> Result<(), String> {
 /// of a script running here (a client's EVAL_RO) runs once it is done.
 async fn apply(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
     loop {
-        cmd::execute(server, client, args, out);
+        cmd::execute(server, client, args, out, &mut Now::read());
         out.clear();
         match client.after_reply.take() {
             Some(AfterReply::Script(job)) => {

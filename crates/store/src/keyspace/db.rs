@@ -12,6 +12,7 @@ use super::counts::ShardCounts;
 use super::guards::{Guards, MultiWrite, ReadShard, WriteAcross, WriteShard};
 use super::locking::{read_lock, write_lock};
 use super::{Store, SHARDS_PER_DB};
+use crate::access::Clock;
 use crate::entry::Entry;
 use crate::shard::Shard;
 
@@ -23,6 +24,8 @@ pub struct Db<'a> {
     pub(super) index: usize,
     pub(super) counts: &'a [ShardCounts],
     pub(super) now_ms: u64,
+    /// The access clock at that instant (LRU/LFU/S3-FIFO).
+    pub(super) clock: Clock,
     /// False for a client with CLIENT NO-TOUCH on: accesses through this
     /// view leave keys' LRU/LFU data as it was.
     pub(super) touch: bool,
@@ -73,7 +76,7 @@ impl<'a> Db<'a> {
         let mut guard = write_lock(self.store, self.index, index);
         let bytes_before = guard.used_bytes();
         let access = &self.store.access;
-        guard.follow_policy(access.s3fifo_epoch(), self.store.clock());
+        guard.follow_policy(access.s3fifo_epoch(), self.clock);
         WriteShard {
             bytes_before,
             changes_before: guard.changes(),
@@ -82,6 +85,7 @@ impl<'a> Db<'a> {
             store: self.store,
             db: self.index,
             now_ms: self.now_ms,
+            clock: self.clock,
             touch: self.touch,
         }
     }

@@ -15,7 +15,7 @@ use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 use super::counts::ShardCounts;
 use super::locking::Held;
 use super::{Db, KeyEvent, Store};
-use crate::access::Access;
+use crate::access::{Access, Clock};
 use crate::entry::Entry;
 use crate::shard::{EntryMut, Shard};
 use crate::value::Value;
@@ -72,7 +72,7 @@ impl ReadShard<'_> {
         let entry = self.live(key)?;
         let store = self.db.store;
         if self.db.touch {
-            entry.access().touch(&store.access, store.clock());
+            entry.access().touch(&store.access, self.db.clock);
         }
         Some(entry)
     }
@@ -127,6 +127,8 @@ pub struct WriteShard<'a> {
     pub(super) store: &'a Store,
     pub(super) db: usize,
     pub(super) now_ms: u64,
+    /// The access clock at `now_ms`.
+    pub(super) clock: Clock,
     pub(super) bytes_before: usize,
     /// The shard's change count when locked (see [`Shard::changes`]).
     pub(super) changes_before: u64,
@@ -142,7 +144,7 @@ impl<'a> WriteShard<'a> {
 
     /// The live entry for `key`, for modification; records the access.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
-        let clock = self.store.clock();
+        let clock = self.clock;
         let entry = self.guard.get_mut(key, self.now_ms)?;
         if self.touch {
             entry.entry().access().touch(&self.store.access, clock);
@@ -153,7 +155,7 @@ impl<'a> WriteShard<'a> {
     /// Sets `key` to `value` with an optional deadline, replacing what was
     /// there. Returns the previous live entry.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
-        let access = Access::new(&self.store.access, self.store.clock());
+        let access = Access::new(&self.store.access, self.clock);
         self.insert_entry(Entry::new(key, value, expire_at_ms, access))
     }
 
@@ -168,7 +170,7 @@ impl<'a> WriteShard<'a> {
         idle_seconds: Option<u64>,
         lfu_counter: Option<u8>,
     ) -> Option<Entry> {
-        let clock = self.store.clock();
+        let clock = self.clock;
         let access = Access::new(&self.store.access, clock);
         access.restore(&self.store.access, clock, idle_seconds, lfu_counter);
         self.insert_entry(Entry::new(key, value, expire_at_ms, access))

@@ -184,11 +184,19 @@ impl Store {
     /// Database `index` as seen at `now_ms`. Panics on an index the caller
     /// did not check against [`Store::databases`].
     pub fn db(&self, index: usize, now_ms: u64) -> Db<'_> {
+        self.db_at(index, now_ms, self.clock())
+    }
+
+    /// [`Store::db`] with the access clock already read (see
+    /// [`Store::clock_at`]): a caller that has read the monotonic clock
+    /// for its own purposes need not have the store read it again.
+    pub fn db_at(&self, index: usize, now_ms: u64, clock: Clock) -> Db<'_> {
         Db {
             store: self,
             index,
             counts: &self.counts[index],
             now_ms,
+            clock,
             touch: true,
         }
     }
@@ -287,8 +295,13 @@ impl Store {
     /// The access clock now: microseconds since the store started, from
     /// the monotonic clock.
     pub fn clock(&self) -> Clock {
+        self.clock_at(std::time::Instant::now())
+    }
+
+    /// The access clock at `at`, a reading of the monotonic clock.
+    pub fn clock_at(&self, at: std::time::Instant) -> Clock {
         Clock {
-            micros: self.started.elapsed().as_micros() as u64,
+            micros: at.saturating_duration_since(self.started).as_micros() as u64,
         }
     }
 }
