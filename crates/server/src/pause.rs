@@ -19,7 +19,7 @@
 //! The clock is passed in (`now_ms`), so the end can be tested without
 //! waiting for it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -39,6 +39,9 @@ pub struct Pause {
     /// Mode and end (Unix ms) of the current pause; `None` when none was
     /// set since the last UNPAUSE (an ended pause may still be here).
     current: Mutex<Option<(Mode, u64)>>,
+    /// The end of `current` (0: none), so that every command can see that
+    /// no pause is in force without taking the lock.
+    until_ms: AtomicU64,
     /// Wakes held commands when the pause is lifted or changed.
     changed: Notify,
     /// Connections holding a command now (INFO `blocked_clients`).
@@ -56,17 +59,25 @@ impl Pause {
             }
             _ => (mode, end_ms),
         });
+        self.until_ms
+            .store(current.map_or(0, |(_, end)| end), Ordering::Relaxed);
         self.changed.notify_waiters();
     }
 
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
-        *self.current.lock() = None;
+        let mut current = self.current.lock();
+        *current = None;
+        self.until_ms.store(0, Ordering::Relaxed);
+        drop(current);
         self.changed.notify_waiters();
     }
 
     /// The pause in force at `now_ms`, if any.
     pub fn in_force(&self, now_ms: u64) -> Option<(Mode, u64)> {
+        if self.until_ms.load(Ordering::Relaxed) <= now_ms {
+            return None;
+        }
         self.current.lock().filter(|&(_, end)| end > now_ms)
     }
 

@@ -349,6 +349,23 @@ impl Entry {
         unsafe { &mut *boxed }
     }
 
+    /// Makes the value the integer-encoded string `n`: in place when it
+    /// is one already, so INCR and DECR build no new block (through
+    /// [`Entry::value_mut`] each cost three allocations).
+    pub(crate) fn set_int(&mut self, n: i64) {
+        let shape = self.shape();
+        if shape.kind() != KIND_INT {
+            *self.value_mut() = Value::Str(Str::Int(n));
+            return;
+        }
+        // SAFETY: an int payload is the 8 bytes at `payload_at`, inside
+        // the block, which this entry owns and borrows mutably.
+        unsafe {
+            let payload = self.block.as_ptr().add(shape.payload_at);
+            ptr::write_unaligned(payload.cast::<[u8; 8]>(), n.to_ne_bytes());
+        }
+    }
+
     /// Moves a boxed value that a string written once (int or bytes) back
     /// inline, after an edit through [`Entry::value_mut`].
     pub(crate) fn compact(&mut self) {
@@ -578,6 +595,22 @@ mod tests {
         );
         assert_eq!(entry.value().as_str().unwrap().to_bytes(), &b"420"[..]);
         assert_eq!(entry.expire_at_ms(), Some(5));
+    }
+
+    #[test]
+    fn an_integer_is_set_in_place_once_the_value_is_one() {
+        for (value, deadline) in [(string(b"7"), None), (string(b"seven"), Some(9))] {
+            let mut entry = Entry::new(b"k", value, deadline, access());
+            entry.set_int(-3);
+            entry.compact();
+            assert_eq!(entry.value(), ValueRef::Str(StrRef::Int(-3)));
+            let block = entry.block;
+            entry.set_int(i64::MAX);
+            assert_eq!(entry.block, block, "the same block");
+            assert_eq!(entry.value(), ValueRef::Str(StrRef::Int(i64::MAX)));
+            assert_eq!(entry.expire_at_ms(), deadline);
+            assert_eq!(entry.key(), b"k");
+        }
     }
 
     #[test]

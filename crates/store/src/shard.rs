@@ -850,6 +850,14 @@ impl EntryMut<'_> {
         self.shard.slot_mut(self.slot).value_mut()
     }
 
+    /// Makes the value the integer-encoded string `n`, in place when it
+    /// is one already.
+    pub fn set_int(&mut self, n: i64) {
+        self.modified = true;
+        self.shard.preserve_for_snapshot(self.slot);
+        self.shard.slot_mut(self.slot).set_int(n);
+    }
+
     /// Declares that nothing was changed through this guard after all, so
     /// watchers are not marked: Redis does not signal a write that changed
     /// nothing (SADD of a present member, ZADD of an equal score).

@@ -12,7 +12,7 @@ use keel_resp::ReplyLimit;
 
 use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spec};
 use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
-use super::registry::Table;
+use super::registry::{Flags, Table};
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::clock::Now;
 use crate::eviction::Room;
@@ -245,11 +245,11 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         Ok(id) => id,
         Err((id, err)) => return reject(ctx, id, err),
     };
-    let spec = table.specs[id];
-    if !ctx.client.authenticated && !spec.has_flag("no_auth") {
+    let (spec, flags) = (table.specs[id], table.flags(id));
+    if !ctx.client.authenticated && !flags.has(Flags::NO_AUTH) {
         return reject(ctx, Some(id), errors::NOAUTH.into());
     }
-    if ctx.client.tx.queued.is_some() && spec.has_flag("no_multi") {
+    if ctx.client.tx.queued.is_some() && flags.has(Flags::NO_MULTI) {
         return reject(
             ctx,
             Some(id),
@@ -269,7 +269,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     }
     let _inside = server.scripting.gate.enter();
     if let Some(running) = server.scripting.gate.running(now_ms) {
-        if running.past_threshold && !spec.has_flag("allow_busy") {
+        if running.past_threshold && !flags.has(Flags::ALLOW_BUSY) {
             return reject(ctx, Some(id), running.kind.busy_reply().into());
         }
         // Inside MULTI a command is only queued; EXEC is what runs it.
@@ -280,7 +280,7 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         }
     }
     let from_primary = ctx.client.is_primary_link;
-    if !from_primary && transaction::refused_over_maxmemory(spec, ctx.client) {
+    if !from_primary && transaction::refused_over_maxmemory(spec, flags, ctx.client) {
         let incoming = bytes_a_command_may_add(server, ctx.client, spec, args);
         match server.make_room(now_ms, incoming) {
             Some(room) => ctx.room = room,
@@ -305,12 +305,12 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         return reject(ctx, Some(id), errors::NOREPLICAS.into());
     }
     if !from_primary
-        && !spec.has_flag("stale")
+        && !flags.has(Flags::STALE)
         && server.replication.serves_no_stale_data(&server.config)
     {
         return reject(ctx, Some(id), errors::MASTERDOWN.into());
     }
-    if server.persistence.loading.active() && !spec.has_flag("loading") {
+    if server.persistence.loading.active() && !flags.has(Flags::LOADING) {
         return reject(ctx, Some(id), errors::LOADING.into());
     }
     if ctx.client.tx.queued.is_some() && !transaction::runs_inside_multi(spec) {
@@ -450,13 +450,13 @@ fn bytes_a_command_may_add(server: &Server, client: &Client, spec: &Spec, args: 
 /// command.
 pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     let (server, now_ms) = (ctx.server, ctx.now_ms);
-    let spec = server.commands.specs[id];
+    let (spec, flags) = (server.commands.specs[id], server.commands.flags(id));
     ctx.client.handle.note_command(id, ctx.client.db, now_ms);
     ctx.redacted.clear();
     let asked_before = ctx.client.after_reply.is_some();
     let reply_start = ctx.out.len();
     let started = ctx.now.instant();
-    let result = run_with_room(ctx, spec, args, reply_start);
+    let result = run_with_room(ctx, spec, flags, args, reply_start);
     let mut elapsed = ctx.now.advance(started);
     if let Err(Error(msg)) = result {
         ctx.w().error(&msg);
@@ -469,7 +469,7 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
         Some(ref reply) => Outcome::Failed(reply),
         None => Outcome::Succeeded,
     };
-    if spec.has_flag("write") && matches!(outcome, Outcome::Succeeded) {
+    if flags.has(Flags::WRITE) && matches!(outcome, Outcome::Succeeded) {
         server.persistence.note_write();
     }
     // What this command (not one before it in the same EXEC) asked the
@@ -509,7 +509,7 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
             record_execution(server, handle, id, args, &ctx.redacted, elapsed, now_ms);
         }
     }
-    if server.pubsub.has_monitors() && !spec.has_flag("admin") {
+    if server.pubsub.has_monitors() && !flags.has(Flags::ADMIN) {
         let now_usec = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
@@ -524,7 +524,7 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     }
     // A write may have made a list appear for blocked clients; they are
     // served once the top-level command is done (see `crate::blocking`).
-    if spec.has_flag("write") && server.blocking.blocked() > 0 {
+    if flags.has(Flags::WRITE) && server.blocking.blocked() > 0 {
         let db = ctx.client.db;
         let keys = super::context::keys_of(spec, args)
             .unwrap_or_else(|| spec.key_args(args).collect())
@@ -543,6 +543,7 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
 fn run_with_room(
     ctx: &mut Ctx,
     spec: &'static Spec,
+    flags: Flags,
     args: &[Bytes],
     reply_start: usize,
 ) -> Result<(), Error> {
@@ -551,7 +552,7 @@ fn run_with_room(
     let result = loop {
         ctx.room_made = made;
         // A write is what the replicas are sent (see `replication::journal`).
-        let result = match spec.has_flag("write") {
+        let result = match flags.has(Flags::WRITE) {
             true => journal::recorded(spec, args, ctx.client.db, ctx.now_ms, || {
                 (spec.run)(ctx, args)
             }),
@@ -582,13 +583,13 @@ fn record_execution(
     now_ms: u64,
 ) {
     server.stats.record_latency(id, elapsed);
-    let spec = server.commands.specs[id];
-    let event = match spec.has_flag("fast") {
+    let flags = server.commands.flags(id);
+    let event = match flags.has(Flags::FAST) {
         true => "fast-command",
         false => "command",
     };
     (server.stats.latency_monitor).observe(event, elapsed, now_ms / 1000);
-    if server.slowlog.is_slow(elapsed) && !server.commands.specs[id].has_flag("skip_slowlog") {
+    if server.slowlog.is_slow(elapsed) && !flags.has(Flags::SKIP_SLOWLOG) {
         server.slowlog.push(args, redacted, elapsed, client);
     }
 }

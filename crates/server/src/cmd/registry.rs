@@ -249,6 +249,8 @@ static COMMANDS: &[&Spec] = &[
 /// stable id used for statistics.
 pub struct Table {
     pub(super) specs: Vec<&'static Spec>,
+    /// The flags dispatch checks on every command, by id.
+    flags: Vec<Flags>,
     /// By name, with a fast hash: looked up once per command.
     by_name: HashMap<&'static str, usize, foldhash::fast::RandomState>,
 }
@@ -262,7 +264,17 @@ impl Table {
             specs.extend(spec.subcommands.iter().copied());
         }
         let by_name = specs.iter().enumerate().map(|(i, s)| (s.name, i)).collect();
-        Table { specs, by_name }
+        let flags = specs.iter().map(|spec| Flags::of(spec)).collect();
+        Table {
+            specs,
+            flags,
+            by_name,
+        }
+    }
+
+    /// The flags of command `id` that dispatch checks.
+    pub fn flags(&self, id: usize) -> Flags {
+        self.flags[id]
     }
 
     /// Every spec, by id.
@@ -285,6 +297,50 @@ impl Table {
             &*buf
         })?;
         self.by_name.get(std::str::from_utf8(name).ok()?).copied()
+    }
+}
+
+/// The command flags dispatch checks on every command, as bits: a spec's
+/// flags are names, and comparing them took several string comparisons
+/// per command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags(u16);
+
+impl Flags {
+    pub const WRITE: Flags = Flags(1);
+    pub const DENYOOM: Flags = Flags(1 << 1);
+    pub const FAST: Flags = Flags(1 << 2);
+    pub const ADMIN: Flags = Flags(1 << 3);
+    pub const NO_AUTH: Flags = Flags(1 << 4);
+    pub const NO_MULTI: Flags = Flags(1 << 5);
+    pub const STALE: Flags = Flags(1 << 6);
+    pub const LOADING: Flags = Flags(1 << 7);
+    pub const SKIP_SLOWLOG: Flags = Flags(1 << 8);
+    pub const ALLOW_BUSY: Flags = Flags(1 << 9);
+
+    const NAMED: [(&'static str, Flags); 10] = [
+        ("write", Flags::WRITE),
+        ("denyoom", Flags::DENYOOM),
+        ("fast", Flags::FAST),
+        ("admin", Flags::ADMIN),
+        ("no_auth", Flags::NO_AUTH),
+        ("no_multi", Flags::NO_MULTI),
+        ("stale", Flags::STALE),
+        ("loading", Flags::LOADING),
+        ("skip_slowlog", Flags::SKIP_SLOWLOG),
+        ("allow_busy", Flags::ALLOW_BUSY),
+    ];
+
+    fn of(spec: &Spec) -> Flags {
+        let bits = (Flags::NAMED.iter())
+            .filter(|(name, _)| spec.has_flag(name))
+            .fold(0, |bits, (_, flag)| bits | flag.0);
+        Flags(bits)
+    }
+
+    /// True if every flag of `flags` is set.
+    pub fn has(self, flags: Flags) -> bool {
+        self.0 & flags.0 == flags.0
     }
 }
 
@@ -311,5 +367,22 @@ mod tests {
         assert!(table.id(b"GeT").is_some());
         assert!(table.id(b"config|get").is_some());
         assert!(table.id(&[b'x'; 100]).is_none());
+    }
+
+    #[test]
+    fn flag_bits_are_the_specs_flag_names() {
+        let table = Table::new();
+        for (id, spec) in table.specs().iter().enumerate() {
+            for (name, flag) in Flags::NAMED {
+                assert_eq!(
+                    table.flags(id).has(flag),
+                    spec.has_flag(name),
+                    "{} {name}",
+                    spec.name
+                );
+            }
+        }
+        let set = table.flags(table.id(b"set").expect("SET"));
+        assert!(set.has(Flags::WRITE) && set.has(Flags::DENYOOM) && !set.has(Flags::FAST));
     }
 }

@@ -12,6 +12,7 @@ use keel_store::ShardSet;
 
 use super::{is, keys_of, parse_i64, Spec};
 use crate::client::Client;
+use crate::cmd::registry::Flags;
 use crate::server::Server;
 
 /// Commands that act on the transaction itself or the connection, and so
@@ -42,13 +43,14 @@ fn queued_size(args: &[Bytes]) -> usize {
     args.iter().map(Bytes::len).sum::<usize>() + handles
 }
 
-/// Whether `spec`, called by `client`, is refused over maxmemory. As in
-/// Redis: commands that may grow memory; inside MULTI every command but
-/// those that end the transaction or the connection, since a queue grows
-/// memory too; and EXEC if its queue holds a command that may grow it.
-pub fn refused_over_maxmemory(spec: &Spec, client: &Client) -> bool {
+/// Whether `spec` (with its `flags`), called by `client`, is refused over
+/// maxmemory. As in Redis: commands that may grow memory; inside MULTI
+/// every command but those that end the transaction or the connection,
+/// since a queue grows memory too; and EXEC if its queue holds a command
+/// that may grow it.
+pub fn refused_over_maxmemory(spec: &Spec, flags: Flags, client: &Client) -> bool {
     match client.tx.queued {
-        None => spec.has_flag("denyoom"),
+        None => flags.has(Flags::DENYOOM),
         Some(_) if spec.name == "exec" => client.tx.grows_memory,
         Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
     }

@@ -1,9 +1,8 @@
 //! INCR, DECR, INCRBY, DECRBY: add to the integer stored at a key (0 when
 //! missing), keeping its TTL, with Redis's overflow errors.
 
-use keel_store::{Lookup, Str, Value};
+use keel_store::{Lookup, Str, Value, ValueRef};
 
-use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::{errors, parse_i64, Ctx, Error, Events, Spec, BASE};
 
 const fn spec(
@@ -64,14 +63,17 @@ fn add(ctx: &mut Ctx, key: &[u8], by: i64) -> Result<(), Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
     let result = match shard.entry(key) {
-        Lookup::Found(mut entry) => edit(&mut entry, Value::as_str_mut, |s| {
-            let current = s.as_i64().ok_or(Error::from(errors::NOT_INTEGER))?;
+        Lookup::Found(mut entry) => {
+            let current = match entry.entry().value() {
+                ValueRef::Str(s) => s.as_i64().ok_or(Error::from(errors::NOT_INTEGER))?,
+                _ => return Err(errors::WRONGTYPE.into()),
+            };
             let next = current
                 .checked_add(by)
                 .ok_or(Error::from(errors::OVERFLOW))?;
-            *s = Str::Int(next);
-            Ok(Edit::changed(next))
-        })?,
+            entry.set_int(next);
+            next
+        }
         Lookup::Missing(vacant) => {
             vacant.insert(Value::Str(Str::Int(by)), None);
             by
