@@ -96,7 +96,15 @@ impl std::error::Error for ProtocolError {}
 pub struct RequestDecoder {
     /// Arguments of a multibulk request still being received.
     partial: Option<Partial>,
+    /// An empty argument list given back by [`RequestDecoder::recycle`],
+    /// which the next request fills.
+    spare: Vec<Bytes>,
 }
+
+/// The longest argument list [`RequestDecoder::recycle`] keeps: enough
+/// for most requests, small enough (256 bytes) for every connection to
+/// keep one.
+const RECYCLED_ARGS: usize = 8;
 
 #[derive(Debug)]
 struct Partial {
@@ -176,6 +184,16 @@ impl RequestDecoder {
         }
     }
 
+    /// Takes back the argument list of a request that has run, so the next
+    /// request fills it instead of allocating its own; a list longer than
+    /// [`RECYCLED_ARGS`] is let go.
+    pub fn recycle(&mut self, mut args: Vec<Bytes>) {
+        if args.capacity() <= RECYCLED_ARGS && args.capacity() > self.spare.capacity() {
+            args.clear();
+            self.spare = args;
+        }
+    }
+
     /// Reads the `*n` line. Returns false if the line is not complete yet.
     fn start_multibulk(
         &mut self,
@@ -194,11 +212,13 @@ impl RequestDecoder {
         }
         if count > 0 {
             let count = count as usize;
+            let mut args = std::mem::take(&mut self.spare);
+            // Trust the count only as far as the bytes already here could
+            // back it: each argument needs at least 4 bytes.
+            args.reserve(count.min(buf.len() / 4 + 1));
             self.partial = Some(Partial {
                 remaining: count,
-                // Trust the count only as far as the bytes already here
-                // could back it: each argument needs at least 4 bytes.
-                args: Vec::with_capacity(count.min(buf.len() / 4 + 1)),
+                args,
                 detached: 0,
                 arg_bytes: 0,
                 bulk_len: None,
@@ -465,6 +485,21 @@ mod tests {
         args.iter()
             .map(|a| Bytes::copy_from_slice(a.as_bytes()))
             .collect()
+    }
+
+    #[test]
+    fn a_recycled_argument_list_is_filled_by_the_next_request() {
+        let mut decoder = RequestDecoder::new();
+        let limits = Limits::default();
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n"[..]);
+        let first = decoder.next(&mut buf, &limits).unwrap().unwrap();
+        let allocation = first.as_ptr();
+        decoder.recycle(first);
+        let second = decoder.next(&mut buf, &limits).unwrap().unwrap();
+        assert_eq!(second, words(&["PING"]));
+        assert_eq!(second.as_ptr(), allocation);
+        decoder.recycle(Vec::with_capacity(RECYCLED_ARGS + 1));
+        assert!(decoder.spare.capacity() <= RECYCLED_ARGS);
     }
 
     #[test]

@@ -778,7 +778,7 @@ impl<'a> Connection<'a> {
                 Some(args) => Ok(Some(args)),
                 None => progress.decoder.next(&mut progress.read_buf, &limits),
             };
-            let args = match decoded {
+            let mut args = match decoded {
                 Ok(Some(args)) => args,
                 Ok(None) => return Ok(Batch::Done),
                 Err(e) => {
@@ -861,7 +861,7 @@ impl<'a> Connection<'a> {
                 Some(AfterReply::WaitForScript) => {
                     self.leave_lane();
                     self.flush().await?;
-                    self.progress.unexecuted = Some(args);
+                    self.progress.unexecuted = Some(std::mem::take(&mut args));
                     tokio::select! {
                         _ = self.server.scripting.gate.wait(unix_ms) => {}
                         _ = &mut killed => return Ok(Batch::Close),
@@ -873,6 +873,7 @@ impl<'a> Connection<'a> {
                 self.flush().await?;
                 now = None;
             }
+            self.progress.decoder.recycle(args);
         }
     }
 
