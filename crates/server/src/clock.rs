@@ -16,6 +16,7 @@
 //! command, a pause) ends the batch's reading: the next command reads
 //! both clocks again.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::server::unix_ms;
@@ -59,6 +60,20 @@ impl Now {
     }
 }
 
+/// Sleeps until the next instant a whole number of `period`s after the
+/// first call in this process. Background loops whose periods divide one
+/// another (active expiry, throughput samples, the save schedule, eviction's
+/// look at memory) thus wake together: one wake-up of their thread instead
+/// of one each, which is most of what an idle server costs.
+pub async fn sleep_until_next(period: Duration) {
+    static EPOCH: OnceLock<tokio::time::Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(tokio::time::Instant::now);
+    let period_ns = period.as_nanos().max(1);
+    let periods = (epoch.elapsed().as_nanos() / period_ns) + 1;
+    let after = Duration::from_nanos(u64::try_from(periods * period_ns).unwrap_or(u64::MAX));
+    tokio::time::sleep_until(epoch + after).await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +92,22 @@ mod tests {
         let ran = now.advance(start);
         assert_eq!(ran, now.instant() - start);
         assert_eq!(now.unix_ms(), 1_000 + ran.as_millis() as u64);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn loops_with_dividing_periods_wake_together() {
+        let first = tokio::time::Instant::now();
+        sleep_until_next(Duration::from_millis(100)).await;
+        let grid = tokio::time::Instant::now();
+        assert!(grid > first && grid - first <= Duration::from_millis(100));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        sleep_until_next(Duration::from_millis(100)).await;
+        assert_eq!(
+            tokio::time::Instant::now() - grid,
+            Duration::from_millis(100)
+        );
+        sleep_until_next(Duration::from_millis(500)).await;
+        let late = tokio::time::Instant::now() - grid;
+        assert_eq!(late.as_millis() % 100, 0, "on the same grid: {late:?}");
     }
 }

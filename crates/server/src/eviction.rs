@@ -46,8 +46,16 @@ pub const INLINE_EVICTION_MAX_KEYS: usize = 16;
 const SLICE: Duration = Duration::from_millis(1);
 /// Evictions between clock reads inside a slice.
 const EVICTIONS_PER_CLOCK_READ: usize = 32;
-/// How often the task looks at memory when nobody wakes it.
+/// How often the task looks at memory when nobody wakes it, once the
+/// dataset is within [`NEAR_HIGH_WATERMARK_PERCENT`] of the high watermark.
 const CHECK_INTERVAL: Duration = Duration::from_millis(10);
+/// How often it looks while the dataset is further below: a write that
+/// takes it past the high watermark wakes the task (`make_room`), so this
+/// look is only for growth that no write reserved, and an idle server
+/// wakes once a second instead of a hundred times.
+const IDLE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// See [`CHECK_INTERVAL`].
+const NEAR_HIGH_WATERMARK_PERCENT: u64 = 90;
 
 /// The dataset byte levels eviction works between.
 #[derive(Debug, Clone, Copy)]
@@ -245,9 +253,16 @@ impl Drop for Room<'_> {
 /// The background eviction task; runs for the life of the server.
 pub async fn evict_ahead(server: Arc<Server>) {
     loop {
+        let near = server.watermarks().is_some_and(|marks| {
+            server.dataset_with_reservations() >= marks.high / 100 * NEAR_HIGH_WATERMARK_PERCENT
+        });
+        let check = match near {
+            true => CHECK_INTERVAL,
+            false => IDLE_CHECK_INTERVAL,
+        };
         tokio::select! {
             _ = server.eviction_wake.notified() => {}
-            _ = tokio::time::sleep(CHECK_INTERVAL) => {}
+            _ = crate::clock::sleep_until_next(check) => {}
         }
         let Some(marks) = server.watermarks() else {
             continue;

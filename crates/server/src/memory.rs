@@ -88,7 +88,13 @@ pub fn malloc_stats() -> String {
     report
 }
 
+/// The machine's memory, read once: it does not change while keel runs.
 fn system_memory() -> u64 {
+    static SYSTEM: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SYSTEM.get_or_init(read_system_memory)
+}
+
+fn read_system_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| {

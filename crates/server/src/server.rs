@@ -301,6 +301,8 @@ impl Server {
         self.client_budget.set_limit(clients as usize);
         (self.scripting).set_heap_limit(config.lua_maxmemory as usize);
         self.store.set_maxmemory(config.maxmemory);
+        // A lower limit may put the dataset past the high watermark now.
+        self.eviction_wake.notify_one();
         self.store.encodings.set_limits(config.encodings);
         self.store.access.set_policy(config.maxmemory_policy);
         self.store.access.set_lfu_log_factor(config.lfu_log_factor);
@@ -765,14 +767,17 @@ fn start_maintenance(server: Arc<Server>, may_raise_priority: bool) -> std::io::
         .name("keel-maintenance".into())
         .spawn(move || {
             crate::priority::lower_this_thread(may_raise_priority);
+            // Tasks, not futures joined in `block_on`: a timer that wakes
+            // a task queues it, where one that wakes `block_on`'s future
+            // also writes the runtime's wake-up descriptor.
             runtime.block_on(async {
-                tokio::join!(
-                    sample_throughput(server.clone()),
-                    expire_keys(server.clone()),
-                    crate::persistence::save::run_schedule(server.clone()),
-                    crate::replication::ping_replicas(server.clone()),
-                    crate::eviction::evict_ahead(server),
-                );
+                let mut work = tokio::task::JoinSet::new();
+                work.spawn(sample_throughput(server.clone()));
+                work.spawn(expire_keys(server.clone()));
+                work.spawn(crate::persistence::save::run_schedule(server.clone()));
+                work.spawn(crate::replication::ping_replicas(server.clone()));
+                work.spawn(crate::eviction::evict_ahead(server));
+                while work.join_next().await.is_some() {}
             });
         })?;
     Ok(())
@@ -793,7 +798,7 @@ const EXPIRE_BATCH_PER_SHARD: usize = 64;
 async fn expire_keys(server: Arc<Server>) {
     loop {
         let tick = server.hot.expire_tick_ms.load(Ordering::Relaxed);
-        tokio::time::sleep(Duration::from_millis(tick)).await;
+        crate::clock::sleep_until_next(Duration::from_millis(tick)).await;
         // A paused server reclaims nothing (see `crate::pause`), nor does a
         // replica: its primary's DEL removes the key.
         if server.pause.in_force(unix_ms()).is_some() || server.replication.is_replica() {
@@ -819,14 +824,18 @@ async fn expire_keys(server: Arc<Server>) {
 }
 
 async fn sample_throughput(server: Arc<Server>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut commands_sampled = None;
     loop {
-        tick.tick().await;
-        server.stats.sample_ops(unix_ms());
-        // Keeps used_memory_peak current between INFO calls. Reading the
-        // allocator's statistics takes its locks, which workers need.
-        let _priority = crate::priority::WorkersPriority::begin();
-        crate::memory::sample();
+        crate::clock::sleep_until_next(Duration::from_millis(100)).await;
+        let commands = server.stats.sample_ops(unix_ms());
+        // Keeps used_memory_peak current between INFO calls, as far as
+        // commands ran since the latest sample: an idle server's memory
+        // does not grow. Reading the allocator's statistics takes its
+        // locks, which workers need.
+        if commands_sampled.replace(commands) != Some(commands) {
+            let _priority = crate::priority::WorkersPriority::begin();
+            crate::memory::sample();
+        }
     }
 }
 

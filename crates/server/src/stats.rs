@@ -428,7 +428,7 @@ impl Stats {
     }
 
     /// Takes one throughput sample; called every 100 ms.
-    pub fn sample_ops(&self, now_ms: u64) {
+    pub fn sample_ops(&self, now_ms: u64) -> u64 {
         let total = self.totals().commands;
         let mut ops = self.ops.lock();
         let elapsed = now_ms.saturating_sub(ops.last_ms).max(1);
@@ -438,6 +438,7 @@ impl Stats {
         ops.next = (at + 1) % ops.samples.len();
         ops.last_total = total;
         ops.last_ms = now_ms;
+        total
     }
 
     /// Mean of the recent throughput samples.

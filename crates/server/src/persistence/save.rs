@@ -536,9 +536,8 @@ pub fn start_bgsave(server: &Server) -> Result<(), NotStarted> {
 /// save with at least its changes made, unless the last one failed less
 /// than [`RETRY_DELAY_SECS`] ago.
 pub async fn run_schedule(server: Arc<Server>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
-        tick.tick().await;
+        crate::clock::sleep_until_next(Duration::from_millis(100)).await;
         let now = unix_ms() / 1000;
         let settings = Settings::of(&server.config.read());
         if server

@@ -339,9 +339,8 @@ pub fn follow(server: &crate::server::Server, primary: Option<Primary>) -> bool 
 /// writes to apply still sees its primary alive and does not time out.
 pub async fn ping_replicas(server: std::sync::Arc<crate::server::Server>) {
     let mut last_ping = std::time::Instant::now();
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     loop {
-        tick.tick().await;
+        crate::clock::sleep_until_next(std::time::Duration::from_secs(1)).await;
         let period = server
             .config
             .read()

@@ -37,13 +37,12 @@ impl Store {
         let (mut done, mut more) = (Reclaimed::default(), false);
         let mut unlinked = Vec::with_capacity(max_per_shard.min(1024));
         for db_no in 0..self.dbs.len() {
-            let db = self.db(db_no, now_ms);
             for (shard_no, counts) in self.counts[db_no].iter().enumerate() {
                 if counts.next_deadline.load(Ordering::Relaxed) > now_ms {
                     continue;
                 }
                 let held = hold();
-                let mut guard = db.guard(shard_no);
+                let mut guard = self.db(db_no, now_ms).guard(shard_no);
                 let reclaimed = guard
                     .guard
                     .reclaim_expired(now_ms, max_per_shard, &mut unlinked);
