@@ -290,6 +290,19 @@ impl Table {
     /// The id of the command called `name` (any case; `a|b` for
     /// subcommands).
     pub fn id(&self, name: &[u8]) -> Option<usize> {
+        let Some(packed) = pack_short_name(name) else {
+            return self.look_up(name);
+        };
+        let (latest, latest_id) = LATEST_NAME.get();
+        if latest == packed {
+            return Some(latest_id);
+        }
+        let id = self.look_up(name)?;
+        LATEST_NAME.set((packed, id));
+        Some(id)
+    }
+
+    fn look_up(&self, name: &[u8]) -> Option<usize> {
         let mut lower = [0u8; 64];
         let name = lower.get_mut(..name.len()).map(|buf| {
             buf.copy_from_slice(name);
@@ -298,6 +311,26 @@ impl Table {
         })?;
         self.by_name.get(std::str::from_utf8(name).ok()?).copied()
     }
+}
+
+thread_local! {
+    /// The latest short name this thread looked up, exactly as sent, and
+    /// its id: a pipeline repeats one command, and comparing one word is
+    /// cheaper than folding case and hashing. Every table numbers the
+    /// commands alike ([`COMMANDS`] in order), so the id holds for any.
+    static LATEST_NAME: std::cell::Cell<(u64, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// A name of 1 to 7 bytes as one word: its bytes, then its length in the
+/// top byte, so no two names share a word and no name is 0.
+fn pack_short_name(name: &[u8]) -> Option<u64> {
+    if name.is_empty() || name.len() > 7 {
+        return None;
+    }
+    let mut bytes = [0u8; 8];
+    bytes[..name.len()].copy_from_slice(name);
+    bytes[7] = name.len() as u8;
+    Some(u64::from_le_bytes(bytes))
 }
 
 /// The command flags dispatch checks on every command, as bits: a spec's
@@ -383,6 +416,15 @@ mod tests {
             }
         }
         let set = table.flags(table.id(b"set").expect("SET"));
+        assert_eq!(table.id(b"SET"), table.id(b"set"));
+        assert_eq!(table.id(b"get"), Some(table.look_up(b"get").expect("GET")));
+        assert_eq!(table.id(b"GeT"), table.id(b"get"));
+        assert_eq!(
+            table.id(b"get\0"),
+            None,
+            "a name is compared with its length"
+        );
+        assert_eq!(table.id(b"nosuch"), None);
         assert!(set.has(Flags::WRITE) && set.has(Flags::DENYOOM) && !set.has(Flags::FAST));
     }
 }
