@@ -387,6 +387,12 @@ impl Entry {
         self.replace_block(rebuilt);
     }
 
+    /// Asks the CPU to load the start of the block: header, key and a
+    /// short value.
+    pub(crate) fn prefetch(&self) {
+        crate::prefetch::read(self.block.as_ptr());
+    }
+
     /// Recency/frequency for OBJECT and eviction.
     pub fn access(&self) -> &Access {
         // SAFETY: every block starts with an initialised, aligned access

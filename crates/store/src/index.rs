@@ -141,6 +141,33 @@ impl SlotIndex {
         (0..self.buckets.len()).map(move |step| (home + step) & mask)
     }
 
+    /// Asks the CPU to load the bucket a lookup of `hash` starts at.
+    pub(crate) fn prefetch_home(&self, hash: u64) {
+        if let Some(home) = self
+            .buckets
+            .get(hash as usize & self.buckets.len().wrapping_sub(1))
+        {
+            crate::prefetch::read(home);
+        }
+    }
+
+    /// The slot of the first key whose tag matches `hash`'s, the one a
+    /// lookup most likely finds, if any.
+    pub(crate) fn likely_slot(&self, hash: u64) -> Option<u32> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let tag = bucket(hash, 0) & !SLOT_MASK;
+        for at in self.probe(hash) {
+            match self.buckets[at] {
+                EMPTY => return None,
+                b if b != TOMBSTONE && b & !SLOT_MASK == tag => return Some((b & SLOT_MASK) - 1),
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// The slot of the key with `hash` for which `is_key` says yes.
     pub(crate) fn find(&self, hash: u64, mut is_key: impl FnMut(u32) -> bool) -> Option<u32> {
         if self.buckets.is_empty() {

@@ -35,6 +35,7 @@ mod index;
 pub mod keyspace;
 pub mod lcs;
 pub mod pattern;
+mod prefetch;
 mod runs;
 mod s3fifo;
 pub mod shard;

@@ -506,6 +506,42 @@ impl Shard {
         self.hasher.hash_one(key)
     }
 
+    /// Loads ahead what looking up each key of `lookups` (a key and the
+    /// shard holding it) will read: every key's index bucket, then every
+    /// key's slot, then every key's entry. Each step reads what the step
+    /// before loaded, so the cache misses of a multi-key command overlap
+    /// instead of following one another: MSET and MGET of 10 random keys
+    /// spent a quarter of their time waiting on those three misses a key.
+    pub(crate) fn prefetch_lookups<'a>(mut lookups: impl Iterator<Item = (&'a Shard, &'a [u8])>) {
+        const AT_ONCE: usize = 16;
+        loop {
+            let mut batch: [Option<(&Shard, u64)>; AT_ONCE] = [None; AT_ONCE];
+            for (at, (shard, key)) in batch.iter_mut().zip(lookups.by_ref()) {
+                let hash = shard.hash(key);
+                shard.index.prefetch_home(hash);
+                *at = Some((shard, hash));
+            }
+            if batch[0].is_none() {
+                return;
+            }
+            let mut slots = [None; AT_ONCE];
+            for (slot, &(shard, hash)) in slots.iter_mut().zip(batch.iter().flatten()) {
+                let Some((k, i)) = shard.index.likely_slot(hash).map(|s| locate(s as usize)) else {
+                    continue;
+                };
+                if let Some(entry) = shard.chunks.get(k).and_then(|chunk| chunk.get(i)) {
+                    crate::prefetch::read(entry);
+                    *slot = Some((shard, k, i));
+                }
+            }
+            for (shard, k, i) in slots.into_iter().flatten() {
+                if let Some(entry) = &shard.chunks[k][i] {
+                    entry.prefetch();
+                }
+            }
+        }
+    }
+
     /// The entry in `slot`, if the slot is occupied.
     pub fn slot(&self, slot: usize) -> Option<&Entry> {
         self.chunks.entry_at(u32::try_from(slot).ok()?)

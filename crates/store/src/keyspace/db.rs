@@ -107,10 +107,17 @@ impl<'a> Db<'a> {
         let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
         indexes.sort_unstable();
         indexes.dedup();
-        let guards = indexes
+        let guards: Vec<_> = indexes
             .into_iter()
             .map(|i| (i, read_lock(self.store, self.index, i)))
             .collect();
+        let shard_of = |key: &[u8]| {
+            let index = self.shard_index(key);
+            let at = guards.binary_search_by_key(&index, |(i, _)| *i);
+            let shard: &Shard = &guards[at.expect("every key's shard is locked")].1;
+            shard
+        };
+        Shard::prefetch_lookups(keys.iter().map(|k| (shard_of(k.as_ref()), k.as_ref())));
         ReadShard {
             guards: Some(Guards::Many(guards)),
             db: *self,
@@ -131,10 +138,20 @@ impl<'a> Db<'a> {
         let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
         indexes.sort_unstable();
         indexes.dedup();
-        MultiWrite {
+        let locked = MultiWrite {
             db: *self,
             guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
-        }
+        };
+        let shard_of = |key: &[u8]| {
+            let index = self.shard_index(key);
+            let at = locked.guards.binary_search_by_key(&index, |(i, _)| *i);
+            let shard: &Shard = &locked.guards[at.expect("every key's shard is locked")]
+                .1
+                .guard;
+            shard
+        };
+        Shard::prefetch_lookups(keys.iter().map(|k| (shard_of(k.as_ref()), k.as_ref())));
+        locked
     }
 
     /// Write access to the shard holding `key` in this database and in

@@ -316,6 +316,38 @@ pub(crate) fn s(v: &str) -> crate::value::Value {
 mod tests {
     use super::*;
 
+    /// Multi-key guards load their keys' lookups ahead (see
+    /// `Shard::prefetch_lookups`), past one batch of them, over present
+    /// keys, absent ones and empty shards alike; lookups then answer as
+    /// without it.
+    #[test]
+    fn multi_key_guards_find_what_single_lookups_find() {
+        let store = Store::new(1);
+        let db = store.db(0, 0);
+        let keys: Vec<String> = (0..40).map(|i| format!("key:{i}")).collect();
+        for key in keys.iter().step_by(2) {
+            db.write(key.as_bytes())
+                .insert(key.as_bytes(), s(key), None);
+        }
+        let read = db.read_many(&keys);
+        for (i, key) in keys.iter().enumerate() {
+            let found = read.get(key.as_bytes()).map(|e| e.value().to_value());
+            assert_eq!(found, (i % 2 == 0).then(|| s(key)), "{key}");
+        }
+        drop(read);
+        let mut write = db.write_many(&keys);
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(write.peek(key.as_bytes()).is_some(), i % 2 == 0, "{key}");
+            write
+                .shard(key.as_bytes())
+                .insert(key.as_bytes(), s("new"), None);
+        }
+        drop(write);
+        assert!(keys
+            .iter()
+            .all(|k| db.read(k.as_bytes()).get(k.as_bytes()).is_some()));
+    }
+
     #[test]
     fn dataset_bytes_follow_every_change() {
         let store = Store::new(2);
