@@ -326,6 +326,57 @@ fn header_len(
     Ok(Some(len))
 }
 
+/// The command name and first argument of each complete multibulk request
+/// at the front of `buf`, read in place and consuming nothing: what a
+/// server looks at to load ahead the keys of the requests it runs next.
+/// It stops at the first request that is incomplete or that the decoder
+/// would refuse (the decoder reports that when it gets there), and at an
+/// inline request.
+pub fn peek_requests(buf: &[u8]) -> PeekRequests<'_> {
+    PeekRequests { buf }
+}
+
+/// See [`peek_requests`].
+pub struct PeekRequests<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> PeekRequests<'a> {
+    /// A header line's number (`*n` or `$n`), and the bytes after the line.
+    fn header(buf: &'a [u8], kind: u8) -> Option<(i64, &'a [u8])> {
+        let line = buf.get(..MAX_INLINE_LEN.min(buf.len()))?;
+        let cr = line.iter().position(|&b| b == b'\r')?;
+        if buf.first() != Some(&kind) {
+            return None;
+        }
+        Some((parse_len(&buf[1..cr])?, buf.get(cr + 2..)?))
+    }
+}
+
+impl<'a> Iterator for PeekRequests<'a> {
+    /// The command name, and the first argument if there is one.
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (count, mut rest) = Self::header(self.buf, b'*')?;
+        if count < 1 || count > MAX_MULTIBULK_LEN as i64 {
+            return None;
+        }
+        let mut first_two = [None, None];
+        for at in 0..count as usize {
+            let (len, after) = Self::header(rest, b'$')?;
+            let len = usize::try_from(len).ok()?;
+            let arg = after.get(..len)?;
+            rest = after.get(len.checked_add(2)?..)?;
+            if let Some(kept) = first_two.get_mut(at) {
+                *kept = Some(arg);
+            }
+        }
+        self.buf = rest;
+        Some((first_two[0]?, first_two[1]))
+    }
+}
+
 /// Parses a decimal length as Redis's `string2ll` does: an optional minus
 /// sign, then digits without a leading zero ("0" alone aside), no spaces
 /// or plus sign, within an i64.
@@ -500,6 +551,31 @@ mod tests {
         assert_eq!(second.as_ptr(), allocation);
         decoder.recycle(Vec::with_capacity(RECYCLED_ARGS + 1));
         assert!(decoder.spare.capacity() <= RECYCLED_ARGS);
+    }
+
+    #[test]
+    fn peeking_reads_complete_requests_and_consumes_nothing() {
+        let buf = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$5\r\nkey:1";
+        let peeked: Vec<_> = peek_requests(buf).collect();
+        assert_eq!(
+            peeked,
+            [(&b"SET"[..], Some(&b"k"[..])), (&b"PING"[..], None)],
+            "the incomplete GET is left out"
+        );
+        assert_eq!(peek_requests(b"GET k\r\n").count(), 0, "inline");
+        assert_eq!(
+            peek_requests(b"*1\r\n$x\r\nPING\r\n").count(),
+            0,
+            "malformed"
+        );
+        assert_eq!(peek_requests(b"*0\r\n*1\r\n$4\r\nPING\r\n").count(), 0);
+        let mut decoder = RequestDecoder::new();
+        let mut whole = BytesMut::from(&buf[..]);
+        let decoded = decoder
+            .next(&mut whole, &Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(decoded, words(&["SET", "k", "v1"]));
     }
 
     #[test]

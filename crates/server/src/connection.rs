@@ -102,6 +102,10 @@ const PEER_CLOSED_POLL: Duration = Duration::from_secs(1);
 /// another script has run past `busy-reply-threshold`.
 const SCRIPT_BUSY_POLL: Duration = Duration::from_millis(20);
 
+/// Requests whose keys a connection loads ahead at once (see
+/// `Connection::load_ahead`).
+const LOADED_AHEAD: usize = 16;
+
 /// Heavy batches a worker lets wait in its run queue at once: a light
 /// connection's request waits behind at most this many per pass of the
 /// queue, and heavy connections together still get this many batches per
@@ -768,7 +772,12 @@ impl<'a> Connection<'a> {
         // The clocks as the batch's commands read them (see `crate::clock`):
         // read for the first command, and again after anything that waits.
         let mut now = None;
+        // Requests whose keys were loaded ahead and have not run yet.
+        let mut loaded_ahead = 0;
         loop {
+            if loaded_ahead == 0 && matches!(self.place, Place::Worker(_)) {
+                loaded_ahead = self.load_ahead();
+            }
             let limits = Limits {
                 max_bulk_len,
                 authenticated: self.client.authenticated,
@@ -779,7 +788,10 @@ impl<'a> Connection<'a> {
                 None => progress.decoder.next(&mut progress.read_buf, &limits),
             };
             let mut args = match decoded {
-                Ok(Some(args)) => args,
+                Ok(Some(args)) => {
+                    loaded_ahead -= 1.min(loaded_ahead);
+                    args
+                }
                 Ok(None) => return Ok(Batch::Done),
                 Err(e) => {
                     Writer::new(&mut self.write_buf, self.client.protocol)
@@ -875,6 +887,29 @@ impl<'a> Connection<'a> {
             }
             self.progress.decoder.recycle(args);
         }
+    }
+
+    /// Loads ahead the keys of the complete requests at the front of the
+    /// read buffer, when there are several: their lookups' cache misses
+    /// then overlap instead of following one another, request after
+    /// request (see `keel_store::Store::prefetch`; a SET of random keys
+    /// spent 16-20% of its time on three misses in a row). Returns how many
+    /// requests it looked at, at least one.
+    fn load_ahead(&self) -> usize {
+        let table = &self.server.commands;
+        let mut keys: [&[u8]; LOADED_AHEAD] = [&[]; LOADED_AHEAD];
+        let (mut peeked, mut found) = (0, 0);
+        for (name, first) in keel_resp::peek_requests(&self.progress.read_buf).take(LOADED_AHEAD) {
+            peeked += 1;
+            if let Some(key) = first.and_then(|first| cmd::first_key_argument(table, name, first)) {
+                keys[found] = key;
+                found += 1;
+            }
+        }
+        if found > 1 {
+            (self.server.store).prefetch(self.client.db, keys[..found].iter().copied());
+        }
+        peeked.max(1)
     }
 
     /// Runs one command; false if it panicked. A panic costs this client

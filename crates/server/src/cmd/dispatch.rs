@@ -154,6 +154,14 @@ pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
     })
 }
 
+/// The key a request names as its first argument, for a command whose
+/// first key is there (most): what a connection loads ahead for a request
+/// that runs next. `name` is the command name as sent.
+pub fn first_key_argument<'a>(table: &Table, name: &[u8], first: &'a [u8]) -> Option<&'a [u8]> {
+    let id = table.id(name)?;
+    (table.specs[id].keys.0 == 1).then_some(first)
+}
+
 /// Runs one command (or queues it inside MULTI) at `now`, and writes its
 /// reply to `out`; `now` moves on to when the command ended (see
 /// `crate::clock`). Returns true if the reply grew past what a reply may

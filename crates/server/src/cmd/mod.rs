@@ -49,5 +49,7 @@ mod zset;
 
 pub use context::transaction::unwatch_all;
 pub use context::{parse_f64, Error};
-pub use dispatch::{call_nested, execute, held_by_pause, is_quick, lookup, Execution, Lookup};
+pub use dispatch::{
+    call_nested, execute, first_key_argument, held_by_pause, is_quick, lookup, Execution, Lookup,
+};
 pub use registry::Table;

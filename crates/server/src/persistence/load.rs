@@ -70,7 +70,11 @@ pub fn load_at_startup(server: &Arc<Server>) -> std::io::Result<()> {
         .name("keel-load".into())
         .spawn(move || {
             let started = Instant::now();
-            match load_file(&loader, &path, LoadInto::Empty) {
+            let result = load_marked(&loader, &path, LoadInto::Empty);
+            if result.is_ok() {
+                loaded(&loader, &result);
+            }
+            match result {
                 Ok(report) => {
                     notice!(
                         "DB loaded from disk: {:.3} seconds ({})",
@@ -123,6 +127,23 @@ pub enum LoadInto {
 /// (emptied first if `into` says so, while marked). The error names the
 /// file, the offset and the problem.
 pub fn load_file(server: &Server, path: &Path, into: LoadInto) -> Result<Report, String> {
+    let result = load_marked(server, path, into);
+    loaded(server, &result);
+    result
+}
+
+/// Ends the loading mark of [`load_marked`], recording a load that worked.
+fn loaded(server: &Server, result: &Result<Report, String>) {
+    server.persistence.loading.end();
+    if let Ok(report) = result {
+        server.persistence.loaded(report.clone());
+    }
+}
+
+/// [`load_file`], leaving the server marked as loading: at start-up a file
+/// that cannot be loaded ends the process, and until it has, clients get
+/// LOADING, never an empty server's replies.
+fn load_marked(server: &Server, path: &Path, into: LoadInto) -> Result<Report, String> {
     let cannot_open =
         |e: std::io::Error| format!("Can't open the RDB file {}: {e}", path.display());
     let file = File::open(path).map_err(cannot_open)?;
@@ -137,10 +158,6 @@ pub fn load_file(server: &Server, path: &Path, into: LoadInto) -> Result<Report,
     if result.is_err() && into == LoadInto::Empty {
         // Nothing half-loaded is served: what the file put in goes again.
         flush_all(server);
-    }
-    loading.end();
-    if let Ok(report) = &result {
-        server.persistence.loaded(report.clone());
     }
     result
 }

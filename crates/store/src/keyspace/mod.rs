@@ -176,6 +176,26 @@ impl Store {
             || now_ms < self.expiry_paused_until_ms.load(Ordering::Relaxed)
     }
 
+    /// Loads ahead what looking up each of `keys` in database `db` will
+    /// read (see `Shard::prefetch_lookups`): for the requests a connection
+    /// runs next, whose cache misses then overlap. A hint must never wait,
+    /// so a shard whose read lock is not free at once is passed over (this
+    /// thread's transaction holding it, another thread writing to it); the
+    /// locks are held only while the loads are asked for.
+    pub fn prefetch<'k>(&self, db: usize, keys: impl IntoIterator<Item = &'k [u8]>) {
+        const AT_ONCE: usize = 16;
+        let Some(shards) = self.dbs.get(db) else {
+            return;
+        };
+        let mut locked: [Option<_>; AT_ONCE] = std::array::from_fn(|_| None);
+        for (at, key) in locked.iter_mut().zip(keys) {
+            *at = shards[self.shard_index(key)]
+                .try_read()
+                .map(|shard| (shard, key));
+        }
+        Shard::prefetch_lookups(locked.iter().flatten().map(|(shard, key)| (&**shard, *key)));
+    }
+
     /// How many databases there are (the `databases` setting).
     pub fn databases(&self) -> usize {
         self.dbs.len()
