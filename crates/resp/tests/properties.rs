@@ -97,4 +97,29 @@ proptest! {
         let got: Vec<Vec<u8>> = got.iter().map(|b| b.to_vec()).collect();
         prop_assert_eq!(got, args);
     }
+
+    #[test]
+    fn peeking_sees_the_requests_the_decoder_decodes(
+        requests in proptest::collection::vec(
+            proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 1..5), 1..6),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut wire = BytesMut::new();
+        for args in &requests {
+            Frame::command(args).encode(&mut wire, Protocol::Resp2);
+        }
+        let wire = &wire[..cut.index(wire.len() + 1)];
+        let mut decoder = RequestDecoder::new();
+        let mut buf = BytesMut::from(wire);
+        let mut decoded = Vec::new();
+        while let Some(args) = decoder.next(&mut buf, &Limits::default()).unwrap() {
+            decoded.push(args);
+        }
+        let peeked: Vec<_> = keel_resp::peek_requests(wire).collect();
+        prop_assert_eq!(peeked.len(), decoded.len());
+        for ((name, first), args) in peeked.into_iter().zip(&decoded) {
+            prop_assert_eq!(name, &args[0][..]);
+            prop_assert_eq!(first, args.get(1).map(|a| &a[..]));
+        }
+    }
 }

@@ -12,7 +12,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(used <= data.len());
         let mut out = BytesMut::new();
         frame.encode(&mut out, Protocol::Resp3);
-        let (again, _) = decode(&out).expect("own encoding decodes").expect("whole frame");
+        let (again, _) = decode(&out)
+            .expect("own encoding decodes")
+            .expect("whole frame");
         let nan = |f: &Frame| matches!(f, Frame::Double(d) if d.is_nan());
         if !nan(&frame) {
             assert_eq!(normalise(again), normalise(frame));
@@ -28,7 +30,11 @@ fn normalise(frame: Frame) -> Frame {
         Frame::Array(v) => Frame::Array(v.into_iter().map(normalise).collect()),
         Frame::Set(v) => Frame::Set(v.into_iter().map(normalise).collect()),
         Frame::Push(v) => Frame::Push(v.into_iter().map(normalise).collect()),
-        Frame::Map(v) => Frame::Map(v.into_iter().map(|(k, v)| (normalise(k), normalise(v))).collect()),
+        Frame::Map(v) => Frame::Map(
+            v.into_iter()
+                .map(|(k, v)| (normalise(k), normalise(v)))
+                .collect(),
+        ),
         Frame::Error(e) => Frame::Error(e.replace(['\r', '\n'], " ")),
         other => other,
     }

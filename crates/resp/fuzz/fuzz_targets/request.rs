@@ -1,10 +1,11 @@
 //! Any bytes, split into reads at fuzzer-chosen points: the request decoder
 //! never panics, never returns an empty request, and gives the same
-//! requests however the bytes are split.
+//! requests however the bytes are split; peeking at the bytes never panics
+//! and sees a prefix of those requests.
 #![no_main]
 
 use bytes::{Bytes, BytesMut};
-use keel_resp::{Limits, RequestDecoder};
+use keel_resp::{peek_requests, Limits, RequestDecoder};
 use libfuzzer_sys::fuzz_target;
 
 fn decode_in_chunks(data: &[u8], chunk: usize) -> (Vec<Vec<Bytes>>, bool) {
@@ -32,4 +33,10 @@ fuzz_target!(|input: (u8, &[u8])| {
     let whole = decode_in_chunks(data, data.len());
     let split = decode_in_chunks(data, chunk as usize);
     assert_eq!(whole, split);
+    let peeked: Vec<_> = peek_requests(data).collect();
+    assert!(peeked.len() <= whole.0.len());
+    for ((name, first), args) in peeked.into_iter().zip(&whole.0) {
+        assert_eq!(name, &args[0][..]);
+        assert_eq!(first, args.get(1).map(|a| &a[..]));
+    }
 });
