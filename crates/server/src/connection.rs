@@ -901,7 +901,9 @@ impl<'a> Connection<'a> {
         let (mut peeked, mut found) = (0, 0);
         for (name, first) in keel_resp::peek_requests(&self.progress.read_buf).take(LOADED_AHEAD) {
             peeked += 1;
-            if let Some(key) = first.and_then(|first| cmd::first_key_argument(table, name, first)) {
+            let key = first.and_then(|first| cmd::first_key_argument(table, name, first));
+            // A pipeline on one key (LPUSH, HSET of a big hash) needs one.
+            if let Some(key) = key.filter(|&key| found == 0 || keys[found - 1] != key) {
                 keys[found] = key;
                 found += 1;
             }
