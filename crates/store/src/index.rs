@@ -154,18 +154,7 @@ impl SlotIndex {
     /// The slot of the first key whose tag matches `hash`'s, the one a
     /// lookup most likely finds, if any.
     pub(crate) fn likely_slot(&self, hash: u64) -> Option<u32> {
-        if self.buckets.is_empty() {
-            return None;
-        }
-        let tag = bucket(hash, 0) & !SLOT_MASK;
-        for at in self.probe(hash) {
-            match self.buckets[at] {
-                EMPTY => return None,
-                b if b != TOMBSTONE && b & !SLOT_MASK == tag => return Some((b & SLOT_MASK) - 1),
-                _ => {}
-            }
-        }
-        None
+        self.find(hash, |_| true)
     }
 
     /// The slot of the key with `hash` for which `is_key` says yes.

@@ -231,23 +231,18 @@ impl RankTree {
         }
         let n = &self.nodes[root as usize];
         let (left, right) = (n.left, n.right);
-        match compare(key, (n.score, &n.member)) {
-            Ordering::Equal => (self.merge(left, right), Some(root)),
-            Ordering::Less => {
-                let (left, found) = self.remove_from(left, key);
-                let node = &mut self.nodes[root as usize];
-                node.left = left;
-                node.size -= u32::from(found.is_some());
-                (root, found)
-            }
-            Ordering::Greater => {
-                let (right, found) = self.remove_from(right, key);
-                let node = &mut self.nodes[root as usize];
-                node.right = right;
-                node.size -= u32::from(found.is_some());
-                (root, found)
-            }
+        let goes_left = match compare(key, (n.score, &n.member)) {
+            Ordering::Equal => return (self.merge(left, right), Some(root)),
+            order => order.is_lt(),
+        };
+        let (child, found) = self.remove_from(if goes_left { left } else { right }, key);
+        let node = &mut self.nodes[root as usize];
+        match goes_left {
+            true => node.left = child,
+            false => node.right = child,
         }
+        node.size -= u32::from(found.is_some());
+        (root, found)
     }
 
     /// Number of elements for which `before` holds, a prefix of the order
