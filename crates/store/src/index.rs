@@ -80,9 +80,14 @@ fn charged_bytes(buckets: usize, live: usize, tombstones: usize) -> usize {
     if buckets == 0 {
         return size;
     }
-    let growth = (rebuild_size(buckets, live + 1) - buckets) * BUCKET_BYTES;
     let (ramp_start, ramp_len) = (buckets * 9 / 16, buckets * 3 / 16);
     let into_ramp = (live + tombstones).saturating_sub(ramp_start).min(ramp_len);
+    // Below the ramp (most of the time) the size is all: no growth to
+    // work out, no division. Every write asks, three times.
+    if into_ramp == 0 {
+        return size;
+    }
+    let growth = (rebuild_size(buckets, live + 1) - buckets) * BUCKET_BYTES;
     size + growth * into_ramp / ramp_len
 }
 
