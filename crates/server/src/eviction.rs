@@ -30,12 +30,29 @@
 //! the dataset stays within `maxmemory` after every write. Under
 //! `noeviction` a write also fails with OOM when the dataset is already
 //! over the limit, as in Redis.
+//!
+//! Far below the high watermark a small write reserves nothing: when the
+//! dataset with every reservation is so far under it that every thread
+//! that can write (`Server::concurrent_writers`) could add a small write's
+//! most at once ([`UNRESERVED_ARGUMENT_BYTES`] of arguments and a table's
+//! growth) and still stay under it, with [`ENCODING_SLACK`] to spare, no
+//! write can take it past the watermark, let alone `maxmemory`. A
+//! reservation is two updates of one counter that every core writes: the
+//! cost a write most often paid for nothing.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::server::{unix_ms, Server};
+
+/// The most argument bytes (as a write reserves them) a write may bring
+/// and go unreserved, far below the high watermark (see the module
+/// comment).
+const UNRESERVED_ARGUMENT_BYTES: usize = 16 * 1024;
+/// Room kept besides unreserved writes for what a collection's change of
+/// encoding adds beyond its reservation.
+const ENCODING_SLACK: usize = 1024 * 1024;
 
 /// Keys a write may evict itself when background eviction has fallen
 /// behind: enough to make room for a typical write, few enough that the
@@ -96,6 +113,12 @@ impl Server {
         let Some(marks) = self.watermarks() else {
             return Some(room);
         };
+        let most_unreserved = UNRESERVED_ARGUMENT_BYTES + self.store.largest_table_growth();
+        let all_at_once = self.concurrent_writers * most_unreserved + ENCODING_SLACK;
+        let far_below = self.dataset_with_reservations() + all_at_once as u64 <= marks.high;
+        if far_below && incoming <= most_unreserved {
+            return Some(room);
+        }
         // From here, dropping the room (OOM included) ends the reservation.
         room.add(incoming);
         let used = self.dataset_with_reservations();
@@ -323,5 +346,40 @@ async fn evict_to_low_watermark(server: &Server) {
                 .clamp(1, 100);
             tokio::time::sleep(worked * (100 - share) as u32 / share as u32).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_with(maxmemory: u64) -> Server {
+        let mut config = crate::config::Config::default();
+        (config.maxmemory, config.threads) = (maxmemory, 2);
+        Server::new(config, 0)
+    }
+
+    /// Far below the high watermark a small write reserves nothing; a big
+    /// one reserves what it may add, and so does any write when every
+    /// writer's most would not fit under the watermark.
+    #[test]
+    fn only_writes_that_could_matter_reserve() {
+        let server = server_with(1 << 30);
+        let small = server.make_room(0, 1000).expect("room");
+        assert_eq!(small.bytes(), 0);
+        assert_eq!(server.reserved_for_writes.load(Ordering::Relaxed), 0);
+        let big = server.make_room(0, 1 << 20).expect("room");
+        assert_eq!(big.bytes(), 1 << 20);
+        assert_eq!(server.reserved_for_writes.load(Ordering::Relaxed), 1 << 20);
+        drop((small, big));
+        assert_eq!(server.reserved_for_writes.load(Ordering::Relaxed), 0);
+
+        let tight = server_with(1 << 20);
+        let near = tight.make_room(0, 1000).expect("room");
+        assert_eq!(
+            near.bytes(),
+            1000,
+            "five writers' most and the slack exceed 1 MB"
+        );
     }
 }

@@ -86,6 +86,9 @@ pub struct Server {
     /// Bytes the writes running now may add to the dataset (see
     /// [`crate::eviction::Room`]).
     pub reserved_for_writes: AtomicUsize,
+    /// Threads that may run a write at the same time: the workers, and the
+    /// script, replica-link and loading threads.
+    pub concurrent_writers: usize,
     /// The budget of all connections' buffers (`maxmemory-clients`).
     pub client_budget: Arc<crate::client_budget::ClientBudget>,
     /// Channel and pattern subscriptions; keyspace notifications.
@@ -156,6 +159,7 @@ impl Server {
     pub fn new(config: Config, port: u16) -> Server {
         let now = unix_ms();
         let databases = config.databases;
+        let concurrent_writers = config.threads + 3;
         let lua_maxmemory = config.lua_maxmemory as usize;
         let commands = Table::new();
         let run_id = (0..40)
@@ -176,6 +180,7 @@ impl Server {
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
             reserved_for_writes: AtomicUsize::new(0),
+            concurrent_writers,
             client_budget,
             pubsub,
             blocking: Default::default(),
