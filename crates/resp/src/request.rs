@@ -344,11 +344,11 @@ pub struct PeekRequests<'a> {
 impl<'a> PeekRequests<'a> {
     /// A header line's number (`*n` or `$n`), and the bytes after the line.
     fn header(buf: &'a [u8], kind: u8) -> Option<(i64, &'a [u8])> {
-        let line = buf.get(..MAX_INLINE_LEN.min(buf.len()))?;
-        let cr = line.iter().position(|&b| b == b'\r')?;
         if buf.first() != Some(&kind) {
             return None;
         }
+        let line = &buf[..MAX_INLINE_LEN.min(buf.len())];
+        let cr = line.iter().position(|&b| b == b'\r')?;
         Some((parse_len(&buf[1..cr])?, buf.get(cr + 2..)?))
     }
 }

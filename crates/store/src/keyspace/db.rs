@@ -111,13 +111,7 @@ impl<'a> Db<'a> {
             .into_iter()
             .map(|i| (i, read_lock(self.store, self.index, i)))
             .collect();
-        let shard_of = |key: &[u8]| {
-            let index = self.shard_index(key);
-            let at = guards.binary_search_by_key(&index, |(i, _)| *i);
-            let shard: &Shard = &guards[at.expect("every key's shard is locked")].1;
-            shard
-        };
-        Shard::prefetch_lookups(keys.iter().map(|k| (shard_of(k.as_ref()), k.as_ref())));
+        self.prefetch_locked(keys, &guards, |guard| -> &Shard { guard });
         ReadShard {
             guards: Some(Guards::Many(guards)),
             db: *self,
@@ -142,16 +136,24 @@ impl<'a> Db<'a> {
             db: *self,
             guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
         };
+        self.prefetch_locked(keys, &locked.guards, |write| -> &Shard { &write.guard });
+        locked
+    }
+
+    /// Loads ahead the lookups of `keys` (see `Shard::prefetch_lookups`)
+    /// in the guards taken for them, `locked` by ascending shard index;
+    /// `shard` is a guard's shard.
+    fn prefetch_locked<'g, K: AsRef<[u8]>, G>(
+        &self,
+        keys: &'g [K],
+        locked: &'g [(usize, G)],
+        shard: impl Fn(&'g G) -> &'g Shard,
+    ) {
         let shard_of = |key: &[u8]| {
-            let index = self.shard_index(key);
-            let at = locked.guards.binary_search_by_key(&index, |(i, _)| *i);
-            let shard: &Shard = &locked.guards[at.expect("every key's shard is locked")]
-                .1
-                .guard;
-            shard
+            let at = locked.binary_search_by_key(&self.shard_index(key), |(i, _)| *i);
+            shard(&locked[at.expect("every key's shard is locked")].1)
         };
         Shard::prefetch_lookups(keys.iter().map(|k| (shard_of(k.as_ref()), k.as_ref())));
-        locked
     }
 
     /// Write access to the shard holding `key` in this database and in
