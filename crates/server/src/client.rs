@@ -71,8 +71,8 @@ pub struct Client {
     pub db: usize,
     /// Negotiated protocol.
     pub protocol: Protocol,
-    /// False until AUTH succeeds, when a password is required.
-    pub authenticated: bool,
+    /// Its user, and whether it authenticated.
+    pub acl: crate::acl::Session,
     /// Set by a command that changes the connection after its reply.
     pub after_reply: Option<AfterReply>,
     /// MULTI/EXEC/WATCH state.
@@ -219,12 +219,12 @@ pub struct Transaction {
 
 impl Client {
     /// State of a new connection.
-    pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Client {
+    pub fn new(handle: Arc<ClientHandle>, acl: crate::acl::Session) -> Client {
         Client {
             handle,
             db: 0,
             protocol: Protocol::Resp2,
-            authenticated,
+            acl,
             after_reply: None,
             tx: Transaction::default(),
             ready: Vec::new(),
@@ -270,6 +270,8 @@ pub struct ClientHandle {
     pub local_addr: SocketAddr,
     created_ms: u64,
     name: Mutex<String>,
+    /// The ACL user it is logged in as (CLIENT LIST's `user=`).
+    user: Mutex<String>,
     db: AtomicUsize,
     /// Command id + 1 of the last command; 0 before the first.
     last_command: AtomicUsize,
@@ -323,6 +325,16 @@ impl ClientHandle {
     /// CLIENT GETNAME.
     pub fn name(&self) -> String {
         self.name.lock().clone()
+    }
+
+    /// Records the user the connection logged in as.
+    pub fn set_user(&self, user: &[u8]) {
+        *self.user.lock() = String::from_utf8_lossy(user).into_owned();
+    }
+
+    /// The user the connection is logged in as.
+    pub fn user(&self) -> String {
+        self.user.lock().clone()
     }
 
     /// Records the protocol, for CLIENT LIST's `resp=`.
@@ -540,7 +552,7 @@ impl ClientHandle {
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
              multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs={qbuf} rbp=0 obl={obuf} oll=0 \
-             omem={obuf} tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={}",
+             omem={obuf} tot-mem={} events=r cmd={cmd} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.local_addr,
@@ -549,6 +561,7 @@ impl ClientHandle {
             self.idle_seconds(now_ms),
             self.db.load(Ordering::Relaxed),
             qbuf + obuf,
+            self.user.lock(),
             self.protocol.load(Ordering::Relaxed),
         )
     }
@@ -562,6 +575,7 @@ impl ClientHandle {
             local_addr,
             created_ms: now_ms,
             name: Mutex::new(String::new()),
+            user: Mutex::new("default".into()),
             db: AtomicUsize::new(0),
             last_command: AtomicUsize::new(0),
             last_interaction_ms: AtomicU64::new(now_ms),

@@ -124,6 +124,9 @@ pub struct Config {
     /// Values of the directives keel accepts without honouring them (see
     /// `redis_conf.rs`), as CONFIG GET shows them, by name.
     pub accepted: std::collections::BTreeMap<&'static str, String>,
+    /// The `user` lines (the words after `user`), ACL users to create at
+    /// start-up.
+    pub users: Vec<Vec<String>>,
     /// Whether a `save` line was read already at start-up: as in Redis,
     /// the first replaces the default and later ones add their points.
     save_loaded: bool,
@@ -343,6 +346,7 @@ impl Default for Config {
             enable_protected_configs: DebugCommand::No,
             jemalloc_bg_thread: true,
             accepted: Default::default(),
+            users: Vec::new(),
             save_loaded: false,
         }
     }
@@ -1241,6 +1245,13 @@ impl Config {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
         {
             return Err(why.to_string());
+        }
+        if name.eq_ignore_ascii_case("user") {
+            if values.is_empty() {
+                return Err("wrong number of arguments".into());
+            }
+            self.users.push(values.to_vec());
+            return Ok(());
         }
         let directive = directive(name).ok_or_else(|| format!("unknown directive '{name}'"))?;
         let adds_points = directive.name == "save" && self.save_loaded;

@@ -238,16 +238,13 @@ pub async fn welcome(
         server.clients.unregister(handle.id);
         return None;
     }
-    let (authenticated, keepalive) = {
-        let config = server.config.read();
-        (config.requirepass.is_empty(), config.tcp_keepalive)
-    };
+    let keepalive = server.config.read().tcp_keepalive;
     let _ = socket.set_nodelay(true);
     if keepalive > 0 {
         let ka = socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive));
         let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&ka);
     }
-    let mut client = Client::new(handle, authenticated);
+    let mut client = Client::new(handle, crate::acl::Session::new(&server.acl));
     let progress = Progress::default();
     let (ended, progress) = run(&server, &mut socket, &mut client, progress, Place::Acceptor).await;
     match ended.and_then(|ended| match ended {
@@ -275,7 +272,8 @@ const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mod
 /// only clients on the loopback interface are served.
 fn refused_by_protected_mode(server: &Server, addr: SocketAddr) -> bool {
     let config = server.config.read();
-    config.protected_mode && config.requirepass.is_empty() && !crate::config::is_local(addr)
+    let default_has_no_password = server.acl.users().default_user().nopass();
+    config.protected_mode && default_has_no_password && !crate::config::is_local(addr)
 }
 
 /// Answers a connection past `maxclients` with Redis's error and closes
@@ -780,7 +778,7 @@ impl<'a> Connection<'a> {
             }
             let limits = Limits {
                 max_bulk_len,
-                authenticated: self.client.authenticated,
+                authenticated: !self.client.acl.needs_auth(),
             };
             let progress = &mut self.progress;
             let decoded = match progress.unexecuted.take() {

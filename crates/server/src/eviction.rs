@@ -356,7 +356,7 @@ mod tests {
     fn server_with(maxmemory: u64) -> Server {
         let mut config = crate::config::Config::default();
         (config.maxmemory, config.threads) = (maxmemory, 2);
-        Server::new(config, 0)
+        Server::new(config, 0).expect("no ACL users")
     }
 
     /// Far below the high watermark a small write reserves nothing; a big

@@ -3,6 +3,7 @@
 //! build the runtime and run the server (see `server.rs` for the threading
 //! model, `command/` for the commands).
 
+mod acl;
 mod blocking;
 mod client;
 mod client_budget;

@@ -343,6 +343,31 @@ impl PubSub {
             .collect()
     }
 
+    /// The clients logged in as `user` holding a channel or pattern that
+    /// `allowed(name, is_pattern)` no longer allows (ACL SETUSER took it
+    /// away).
+    pub fn subscribers_denied(
+        &self,
+        user: &str,
+        allowed: impl Fn(&[u8], bool) -> bool,
+    ) -> Vec<Arc<ClientHandle>> {
+        let mut denied: Vec<Arc<ClientHandle>> = Vec::new();
+        for kind in [Kind::Channel, Kind::Shard, Kind::Pattern] {
+            for (name, subscribers) in self.list(kind).read().iter() {
+                for subscriber in subscribers.values() {
+                    let client = &subscriber.client;
+                    if client.user() == user
+                        && !allowed(name, kind == Kind::Pattern)
+                        && !denied.iter().any(|c| c.id == client.id)
+                    {
+                        denied.push(client.clone());
+                    }
+                }
+            }
+        }
+        denied
+    }
+
     /// Subscribers of `channel` (PUBSUB NUMSUB, SHARDNUMSUB).
     pub fn subscriber_count(&self, kind: Kind, channel: &[u8]) -> usize {
         self.list(kind).read().get(channel).map_or(0, HashMap::len)

@@ -368,16 +368,14 @@ pub static ACCEPTED: &[Directive] = &[
         "1000000"
     ),
     accepted!("acllog-max-len", MUTABLE, Kind::Int(0, LONG_MAX), "128"),
-    accepted!(
-        "aclfile",
-        IMMUTABLE,
-        Kind::Only("", "keel has no ACL file yet"),
-        ""
-    ),
+    accepted!("aclfile", IMMUTABLE, Kind::Text, ""),
     accepted!(
         "acl-pubsub-default",
         MUTABLE,
-        Kind::Enum(&["allchannels", "resetchannels"]),
+        Kind::Only(
+            "resetchannels",
+            "keel's new ACL users start with no channels (resetchannels, Redis 7.0's default)"
+        ),
         "resetchannels"
     ),
     accepted!("maxmemory-samples", MUTABLE, Kind::Int(1, INT_MAX), "5"),
@@ -635,7 +633,6 @@ pub static REFUSED: &[(&str, &str)] = &[
         "rename-command",
         "keel can't rename commands yet; remove the line (or use requirepass)",
     ),
-    ("user", "keel has no ACL users yet; use requirepass"),
     ("loadmodule", "keel can't load Redis modules"),
 ];
 

@@ -66,6 +66,8 @@ pub struct Server {
     pub clients: Clients,
     /// The command table.
     pub commands: Table,
+    /// ACL users, the ACL log and denial counts.
+    pub acl: crate::acl::Acl,
     /// Unix ms at start.
     pub started_ms: u64,
     /// A random id for this run, as Redis's run_id.
@@ -155,13 +157,15 @@ pub struct HotConfig {
 }
 
 impl Server {
-    /// Builds the shared state for `config`.
-    pub fn new(config: Config, port: u16) -> Server {
+    /// Builds the shared state for `config`; `Err` if its ACL users
+    /// (`user` lines, `aclfile`) cannot be loaded.
+    pub fn new(config: Config, port: u16) -> Result<Server, String> {
         let now = unix_ms();
         let databases = config.databases;
         let concurrent_writers = config.threads + 3;
         let lua_maxmemory = config.lua_maxmemory as usize;
         let commands = Table::new();
+        let acl = crate::acl::Acl::new(&commands, &config)?;
         let run_id = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
             .collect();
@@ -173,6 +177,7 @@ impl Server {
             config: RwLock::new(config),
             clients: Clients::default(),
             commands,
+            acl,
             started_ms: now,
             run_id,
             port: AtomicU16::new(port),
@@ -215,7 +220,7 @@ impl Server {
             .store
             .set_free_expired_hook(Box::new(crate::lazyfree::free_expired));
         server.apply_config();
-        server
+        Ok(server)
     }
 
     /// Pushes the settings that live outside [`Config`] (in the store and
@@ -287,6 +292,7 @@ impl Server {
         for (hot, value) in settings {
             hot.store(value, Ordering::Relaxed);
         }
+        self.acl.apply_requirepass(&config.requirepass);
         self.pubsub
             .notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
@@ -569,7 +575,11 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         warning!("Could not size the descriptor table ahead: {e}");
     }
     let threads = config.threads;
-    let server = Arc::new(Server::new(config, port));
+    let server = Server::new(config, port).map_err(|e| {
+        warning!("Aborting startup because of ACL errors: {e}");
+        std::io::Error::other(e)
+    })?;
+    let server = Arc::new(server);
     crate::lazyfree::start(server.clone())?;
     crate::scripting::start(server.clone())?;
     crate::persistence::load::load_at_startup(&server)?;

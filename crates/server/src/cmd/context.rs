@@ -18,6 +18,7 @@ pub use crate::pubsub::{KeyspaceEvents as Events, Notifier};
 pub use crate::replication::journal;
 use crate::server::Server;
 
+pub mod acl;
 pub mod bitmap;
 pub mod collection;
 pub mod command_meta;

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use keel_resp::ReplyLimit;
 
 use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spec};
-use super::context::{transaction, ALLOWED_WHILE_SUBSCRIBED};
+use super::context::{acl, transaction, ALLOWED_WHILE_SUBSCRIBED};
 use super::registry::{Flags, Table};
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::clock::Now;
@@ -219,7 +219,7 @@ pub fn held_by_pause(
     server.pause.in_force(now_ms)?;
     let table = &server.commands;
     let id = resolve(table, args).ok()?;
-    if !client.authenticated && !table.specs[id].has_flag("no_auth") {
+    if client.acl.needs_auth() && !table.specs[id].has_flag("no_auth") {
         return None;
     }
     let writes = command_or_queued(table, client, table.specs[id], args, |spec, args| {
@@ -254,7 +254,8 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         Err((id, err)) => return reject(ctx, id, err),
     };
     let (spec, flags) = (table.specs[id], table.flags(id));
-    if !ctx.client.authenticated && !flags.has(Flags::NO_AUTH) {
+    ctx.client.acl.refresh(&server.acl);
+    if ctx.client.acl.needs_auth() && !flags.has(Flags::NO_AUTH) {
         return reject(ctx, Some(id), errors::NOAUTH.into());
     }
     if ctx.client.tx.queued.is_some() && flags.has(Flags::NO_MULTI) {
@@ -263,6 +264,10 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
             Some(id),
             "ERR Command not allowed inside a transaction".into(),
         );
+    }
+    if let Err(denial) = acl::check(server, &ctx.client.acl, id, args) {
+        acl::Caller::of(ctx).record_denial(denial, id, args, acl::context_of(ctx));
+        return reject(ctx, Some(id), acl::denial_error(denial, spec));
     }
     let subscribed = ctx.client.subscriptions.any();
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {

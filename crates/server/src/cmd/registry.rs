@@ -11,6 +11,7 @@ use super::{
 
 /// The top-level commands keel serves.
 static COMMANDS: &[&Spec] = &[
+    &server::acl::SPEC,
     &string::append::SPEC,
     &connection::auth::SPEC,
     &bitmap::bitcount::SPEC,

@@ -353,7 +353,7 @@ async fn apply_stream(
     handle: &Arc<crate::client::ClientHandle>,
 ) -> Result<(), String> {
     let replication = &server.replication;
-    let mut client = Client::new(handle.clone(), true);
+    let mut client = Client::new(handle.clone(), crate::acl::Session::internal(&server.acl));
     client.is_primary_link = true;
     // The stream goes on in the database it had selected (a partial resync
     // does not select it again), as Redis's cached primary client keeps it.

@@ -11,6 +11,8 @@ use keel_store::ShardsLocked;
 use crate::replication::journal::Block;
 
 use crate::client::{Client, ClientHandle};
+use crate::cmd::context::acl;
+use crate::scripting::Caller;
 use crate::cmd::{self, Lookup};
 use crate::server::Server;
 
@@ -35,9 +37,11 @@ pub struct Ended {
 /// The server side of one running script.
 pub struct ScriptHost<'s> {
     server: &'s Server,
-    /// The script's own client: its database starts as the caller's, and
-    /// a SELECT inside the script moves only the script.
+    /// The script's own client: its database and user start as the
+    /// caller's, and a SELECT inside the script moves only the script.
     client: Client,
+    /// The caller's connection, for the ACL log.
+    caller: Arc<ClientHandle>,
     now_ms: u64,
     declared: Vec<(usize, Bytes)>,
     /// The script's writes, sent to replicas together before its shards
@@ -53,9 +57,9 @@ pub struct ScriptHost<'s> {
 
 /// The client scripts run their commands as; like Redis's Lua client, it
 /// is not in CLIENT LIST.
-fn script_client(server: &Server, db: usize) -> Client {
+fn script_client(server: &Server, caller: &Caller, db: usize) -> Client {
     let handle: Arc<ClientHandle> = server.scripting.client_handle.clone();
-    let mut client = Client::new(handle, true);
+    let mut client = Client::new(handle, caller.acl.clone());
     client.db = db;
     // As inside EXEC: a blocking command does not block, and a write that
     // finds no room fails instead of waiting for eviction.
@@ -66,6 +70,7 @@ fn script_client(server: &Server, db: usize) -> Client {
 impl<'s> ScriptHost<'s> {
     pub fn new(
         server: &'s Server,
+        caller: &Caller,
         db: usize,
         now_ms: u64,
         keys: &[Bytes],
@@ -74,7 +79,8 @@ impl<'s> ScriptHost<'s> {
     ) -> ScriptHost<'s> {
         ScriptHost {
             server,
-            client: script_client(server, db),
+            client: script_client(server, caller, db),
+            caller: caller.handle.clone(),
             now_ms,
             declared: keys.iter().map(|k| (db, k.clone())).collect(),
             block: Block::open(&server.replication.backlog),
@@ -156,6 +162,17 @@ impl keel_script::Host for ScriptHost<'_> {
         };
         if spec.has_flag("noscript") {
             return Err(self.refuse(Some(id), "This Redis command is not allowed from script"));
+        }
+        if let Err(denial) = acl::check(server, &self.client.acl, id, &args) {
+            let caller = acl::Caller {
+                server,
+                handle: &self.caller,
+                user: self.client.acl.user_name(),
+                now_ms: self.now_ms,
+            };
+            caller.record_denial(denial, id, &args, keel_acl::Context::Lua);
+            let reason = acl::denial_reason(denial);
+            return Err(self.refuse(Some(id), &format!("The user executing the script {reason}")));
         }
         let writes = spec.has_flag("write");
         let top = spec.name.split('|').next().unwrap_or(spec.name);

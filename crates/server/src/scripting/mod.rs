@@ -278,6 +278,8 @@ pub struct Job {
     db: usize,
     protocol: Protocol,
     client: Arc<ClientHandle>,
+    /// The caller's user: the script's commands are checked against it.
+    acl: crate::acl::Session,
     /// The command's run, recorded once the job is done (as a blocked
     /// command's is once served).
     pub execution: Option<Execution>,
@@ -300,6 +302,7 @@ impl Job {
         db: usize,
         protocol: Protocol,
         client: Arc<ClientHandle>,
+        acl: crate::acl::Session,
     ) -> Job {
         let state = Arc::new(AtomicU8::new(QUEUED));
         let (reply, receiver) = oneshot::channel();
@@ -308,6 +311,7 @@ impl Job {
             db,
             protocol,
             client,
+            acl,
             execution: None,
             silent: false,
             state: state.clone(),
@@ -331,7 +335,11 @@ impl Job {
         }
         let started = Instant::now();
         let mut out = BytesMut::new();
-        let mut session = Session::new(server, &mut out, self.protocol, self.db, false);
+        let caller = Caller {
+            handle: self.client.clone(),
+            acl: self.acl.clone(),
+        };
+        let mut session = Session::new(server, &mut out, self.protocol, self.db, caller, false);
         (self.work)(&mut session);
         server.scripting.note_memory(&session.engines());
         let ready = std::mem::take(&mut session.ready);
@@ -386,7 +394,11 @@ pub fn run_here(
     out: &mut BytesMut,
     ready: &mut Vec<(usize, Bytes)>,
 ) -> bool {
-    let mut session = Session::new(server, out, job.protocol, job.db, true);
+    let caller = Caller {
+        handle: job.client.clone(),
+        acl: job.acl.clone(),
+    };
+    let mut session = Session::new(server, out, job.protocol, job.db, caller, true);
     (job.work)(&mut session);
     server.scripting.note_memory(&session.engines());
     ready.append(&mut session.ready);
@@ -400,11 +412,19 @@ pub enum Source {
 }
 
 /// A job's view of the engines and of its caller.
+/// Who runs a script: the connection, and its user, whose permissions
+/// its commands are checked against.
+pub struct Caller {
+    pub handle: Arc<ClientHandle>,
+    pub acl: crate::acl::Session,
+}
+
 pub struct Session<'a> {
     server: &'a Server,
     out: &'a mut BytesMut,
     protocol: Protocol,
     db: usize,
+    caller: Caller,
     now_ms: u64,
     /// Inside EXEC: the transaction holds every shard already.
     inside_exec: bool,
@@ -422,6 +442,7 @@ impl<'a> Session<'a> {
         out: &'a mut BytesMut,
         protocol: Protocol,
         db: usize,
+        caller: Caller,
         inside_exec: bool,
     ) -> Session<'a> {
         Session {
@@ -429,6 +450,7 @@ impl<'a> Session<'a> {
             out,
             protocol,
             db,
+            caller,
             now_ms: crate::server::unix_ms(),
             inside_exec,
             ready: Vec::new(),
@@ -577,6 +599,7 @@ impl<'a> Session<'a> {
         };
         let mut host = ScriptHost::new(
             server,
+            &self.caller,
             self.db,
             self.now_ms,
             keys,

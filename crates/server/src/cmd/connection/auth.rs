@@ -1,9 +1,8 @@
 //! AUTH [username] password — authenticate the connection.
 //!
-//! keel has one user, "default", whose password is `requirepass`. With no
-//! password configured, Redis's default user is "nopass": the two-argument
-//! form is refused with a hint, the three-argument form for "default"
-//! succeeds with any password.
+//! The one-argument form logs in as "default", whose password
+//! `requirepass` sets; while "default" needs no password (`nopass`) that
+//! form is refused with a hint, as in Redis.
 
 use bytes::Bytes;
 
@@ -36,7 +35,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
     let (user, password): (&[u8], &[u8]) = match args {
         [_, password] => {
-            if ctx.server.config.read().requirepass.is_empty() {
+            if ctx.server.acl.users().default_user().nopass() {
                 return Err("ERR AUTH <password> called without any password configured for the default user. \
                             Are you sure your configuration is correct?"
                     .into());
@@ -46,7 +45,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         [_, user, password] => (user, password),
         _ => return Err(errors::SYNTAX.into()),
     };
-    authenticate(ctx, user, password)?;
+    authenticate(ctx, &args[0], user, password)?;
     ctx.w().ok();
     Ok(())
 }

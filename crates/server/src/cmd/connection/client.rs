@@ -408,6 +408,7 @@ struct Filter {
     kind: Types,
     skip_me: bool,
     max_age: Option<u64>,
+    user: Option<String>,
 }
 
 fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
@@ -421,6 +422,7 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             kind: Types::Any,
             skip_me: false,
             max_age: None,
+            user: None,
         };
         return match kill_matching(ctx, &filter) {
             0 => Err("ERR No such client".into()),
@@ -437,6 +439,7 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         kind: Types::Any,
         skip_me: true,
         max_age: None,
+        user: None,
     };
     let pairs = &args[2..];
     if !pairs.len().is_multiple_of(2) {
@@ -457,9 +460,10 @@ fn kill(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         } else if is(opt, "type") {
             filter.kind = client_type(value)?;
         } else if is(opt, "user") {
-            if text != "default" {
+            if ctx.server.acl.users().get(value).is_none() {
                 return Err(format!("ERR No such user '{text}'").into());
             }
+            filter.user = Some(text);
         } else if is(opt, "skipme") {
             filter.skip_me = match value {
                 v if is(v, "yes") => true,
@@ -493,6 +497,7 @@ fn kill_matching(ctx: &mut Ctx, filter: &Filter) -> usize {
             && filter
                 .max_age
                 .is_none_or(|age| c.age_seconds(ctx.now_ms) >= age)
+            && filter.user.as_ref().is_none_or(|u| c.user() == *u)
             && !(filter.skip_me && c.id == me)
     };
     let mut killed = 0;

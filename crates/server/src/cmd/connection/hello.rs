@@ -47,7 +47,8 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         if is(&args[j], "auth") && more >= 2 {
             ctx.redact(j + 1);
             ctx.redact(j + 2);
-            crate::cmd::context::connection::authenticate(ctx, &args[j + 1], &args[j + 2])?;
+            let (user, password) = (&args[j + 1], &args[j + 2]);
+            crate::cmd::context::connection::authenticate(ctx, &args[0], user, password)?;
             j += 3;
         } else if is(&args[j], "setname") && more >= 1 {
             crate::cmd::context::connection::set_name(ctx, &args[j + 1])?;
@@ -60,7 +61,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             .into());
         }
     }
-    if !ctx.client.authenticated {
+    if ctx.client.acl.needs_auth() {
         return Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
                     <user> <pass> option can be used to authenticate the client and select the RESP protocol \
                     version at the same time"

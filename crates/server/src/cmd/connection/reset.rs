@@ -39,7 +39,8 @@ fn run(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     client.handle.set_no_touch(false);
     client.reply_mode = crate::client::ReplyMode::On;
     client.note_subscriptions();
-    client.authenticated = ctx.server.config.read().requirepass.is_empty();
+    client.acl.reset(&ctx.server.acl);
+    client.handle.set_user(b"default");
     ctx.w().simple("RESET");
     Ok(())
 }

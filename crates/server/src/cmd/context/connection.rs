@@ -1,20 +1,28 @@
 //! What AUTH, CLIENT and HELLO share: authenticating and naming the
 //! connection.
 
+use std::sync::atomic::Ordering;
+
+use keel_acl::Reason;
+
+use super::acl::{context_of, Caller};
 use super::{Ctx, Error};
 
 /// The error for a wrong user or password.
 pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Checks a user and password (AUTH, HELLO AUTH) and marks the connection
-/// authenticated on success.
-pub fn authenticate(ctx: &mut Ctx, user: &[u8], password: &[u8]) -> Result<(), Error> {
-    let required = ctx.server.config.read().requirepass.clone();
-    let ok = user == b"default" && (required.is_empty() || required.as_bytes() == password);
-    if !ok {
+/// Checks a user and password (AUTH, HELLO AUTH) and logs the connection
+/// in as that user on success; a failure is counted and goes to the ACL
+/// log under `command`, the name the client sent.
+pub fn authenticate(ctx: &mut Ctx, command: &[u8], user: &[u8], password: &[u8]) -> Result<(), Error> {
+    let accepted = ctx.server.acl.users().get(user).is_some_and(|u| u.accepts(password));
+    if !accepted {
+        ctx.server.acl.denied.auth.fetch_add(1, Ordering::Relaxed);
+        Caller::of(ctx).log(Reason::Auth, context_of(ctx), command.to_vec(), user.to_vec());
         return Err(WRONGPASS.into());
     }
-    ctx.client.authenticated = true;
+    ctx.client.acl.log_in(&ctx.server.acl, user);
+    ctx.client.handle.set_user(user);
     Ok(())
 }
 

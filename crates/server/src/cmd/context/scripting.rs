@@ -18,6 +18,7 @@ impl Ctx<'_> {
             self.client.db,
             self.client.protocol,
             self.client.handle.clone(),
+            self.client.acl.clone(),
         );
         if self.client.tx.executing {
             let ready = &mut self.client.ready;

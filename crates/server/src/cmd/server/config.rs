@@ -210,7 +210,7 @@ mod tests {
     /// configuration and in the settings applied from it.
     #[test]
     fn concurrent_sets_of_different_directives_both_stick() {
-        let server = Server::new(crate::config::Config::default(), 0);
+        let server = Server::new(crate::config::Config::default(), 0).expect("no ACL users");
         let pairs = |name: &str, value: String| [Bytes::from(name.to_owned()), Bytes::from(value)];
         for round in 0..200u64 {
             std::thread::scope(|scope| {

@@ -377,6 +377,13 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             // MIGRATE opens a connection each time; none is kept.
             put("migrate_cached_sockets", "0".into());
             put("total_error_replies", t.error_replies.to_string());
+            // Redis 7.2's fields: denials and failed logins since start.
+            let denied = &server.acl.denied;
+            let count = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed).to_string();
+            put("acl_access_denied_auth", count(&denied.auth));
+            put("acl_access_denied_cmd", count(&denied.command));
+            put("acl_access_denied_key", count(&denied.key));
+            put("acl_access_denied_channel", count(&denied.channel));
         }
         "replication" => {
             let r = server.replication.status();

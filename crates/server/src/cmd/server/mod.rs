@@ -1,5 +1,6 @@
-//! Server commands: Redis's `server.c`, `config.c`, `debug.c`, `latency.c`, `slowlog.c`, `object.c` (MEMORY), `replication.c` (WAIT) and `lolwut.c`.
+//! Server commands: Redis's `acl.c` (ACL), `server.c`, `config.c`, `debug.c`, `latency.c`, `slowlog.c`, `object.c` (MEMORY), `replication.c` (WAIT) and `lolwut.c`.
 
+pub mod acl;
 pub mod command;
 pub mod config;
 pub mod dbsize;

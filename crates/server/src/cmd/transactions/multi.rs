@@ -48,7 +48,7 @@ use crate::server::Server;
 
 use crate::cmd::context::journal::Block;
 use crate::cmd::context::transaction::{discard, shards_reached, unwatch_all};
-use crate::cmd::context::{Ctx, Error, Spec, BASE};
+use crate::cmd::context::{acl, Ctx, Error, Spec, BASE};
 
 const fn spec(
     name: &'static str,
@@ -204,9 +204,17 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     ctx.client.tx.executing = true;
     // The writes reach replicas together, while the shards are held.
     let block = Block::open(&ctx.server.replication.backlog);
+    ctx.client.acl.refresh(&ctx.server.acl);
     for args in &queued {
         let id = crate::cmd::dispatch::resolve(&ctx.server.commands, args).ok();
-        crate::cmd::dispatch::call(ctx, id.expect("resolved when queued"), args);
+        let id = id.expect("resolved when queued");
+        // Rules may have changed since the command was queued.
+        if let Err(denial) = acl::check(ctx.server, &ctx.client.acl, id, args) {
+            acl::Caller::of(ctx).record_denial(denial, id, args, keel_acl::Context::Multi);
+            ctx.w().error(&acl::exec_denial_error(denial).0);
+            continue;
+        }
+        crate::cmd::dispatch::call(ctx, id, args);
     }
     ctx.client.tx.executing = false;
     drop(block);
