@@ -15,9 +15,10 @@ ALLOWED = {
     "keel-store": set(),
     "keel-rdb": {"keel-resp"},
     "keel-script": {"keel-resp"},
+    "keel-acl": {"keel-store"},
     "keel-bench": {"keel-resp"},
     "keel-keyspace": {"keel-resp"},
-    "keel-server": {"keel-resp", "keel-store", "keel-rdb", "keel-script"},
+    "keel-server": {"keel-resp", "keel-store", "keel-rdb", "keel-script", "keel-acl"},
 }
 
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use keel_resp::ReplyLimit;
 
-use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spec};
 use super::context::{acl, transaction, ALLOWED_WHILE_SUBSCRIBED};
+use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spec};
 use super::registry::{Flags, Table};
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::clock::Now;

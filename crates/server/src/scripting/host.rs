@@ -12,8 +12,8 @@ use crate::replication::journal::Block;
 
 use crate::client::{Client, ClientHandle};
 use crate::cmd::context::acl;
-use crate::scripting::Caller;
 use crate::cmd::{self, Lookup};
+use crate::scripting::Caller;
 use crate::server::Server;
 
 /// What the script may do, decided as it started.

@@ -24,7 +24,13 @@ pub fn check(server: &Server, session: &Session, id: usize, args: &[Bytes]) -> R
     let spec = server.commands.specs()[id];
     let words: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
     let find_keys = || key_uses(spec, args);
-    user.check(&server.acl.catalog, id, &words, &find_keys, &channel_uses(spec, args))
+    user.check(
+        &server.acl.catalog,
+        id,
+        &words,
+        &find_keys,
+        &channel_uses(spec, args),
+    )
 }
 
 /// The keys `args` names and what the command does with each, as its key
@@ -38,7 +44,9 @@ fn key_uses(spec: &Spec, args: &[Bytes]) -> Vec<KeyUse> {
             Some(KeyUse {
                 pos: position(key)?,
                 read: flags.contains(&"access"),
-                write: flags.iter().any(|f| matches!(*f, "insert" | "update" | "delete")),
+                write: flags
+                    .iter()
+                    .any(|f| matches!(*f, "insert" | "update" | "delete")),
             })
         })
         .collect()
@@ -48,15 +56,23 @@ fn key_uses(spec: &Spec, args: &[Bytes]) -> Vec<KeyUse> {
 /// no permission).
 fn channel_uses(spec: &Spec, args: &[Bytes]) -> Vec<ChannelUse> {
     let (first, pattern) = match spec.name {
-        "publish" | "spublish" => return vec![ChannelUse { pos: 1, pattern: false }],
+        "publish" | "spublish" => {
+            return vec![ChannelUse {
+                pos: 1,
+                pattern: false,
+            }]
+        }
         "subscribe" | "ssubscribe" => (1, false),
         "psubscribe" => (1, true),
         _ => return Vec::new(),
     };
-    (first..args.len()).map(|pos| ChannelUse { pos, pattern }).collect()
+    (first..args.len())
+        .map(|pos| ChannelUse { pos, pattern })
+        .collect()
 }
 
-/// What the ACL log calls the context of a refused command.
+/// What the ACL log calls the context of a refused command: inside MULTI
+/// (queuing or EXEC) or not.
 pub fn context_of(ctx: &Ctx) -> Context {
     if ctx.client.tx.queued.is_some() || ctx.client.tx.executing {
         Context::Multi
@@ -114,7 +130,9 @@ impl<'a> Caller<'a> {
             at_ms: self.now_ms,
             client_info: self.handle.describe(&server.commands, self.now_ms),
         };
-        server.acl.log(entry, max_len.unwrap_or(crate::acl::DEFAULT_LOG_LEN));
+        server
+            .acl
+            .log(entry, max_len.unwrap_or(crate::acl::DEFAULT_LOG_LEN));
     }
 }
 
@@ -155,7 +173,9 @@ pub fn exec_denial_error(denial: Denial) -> Error {
 pub fn denial_reason(denial: Denial) -> &'static str {
     match denial {
         Denial::Command => "can't run this command or subcommand",
-        Denial::Key(_) => "can't access at least one of the keys mentioned in the command arguments",
+        Denial::Key(_) => {
+            "can't access at least one of the keys mentioned in the command arguments"
+        }
         Denial::Channel(_) => "can't publish to the channel mentioned in the command",
     }
 }

@@ -14,11 +14,26 @@ pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is
 /// Checks a user and password (AUTH, HELLO AUTH) and logs the connection
 /// in as that user on success; a failure is counted and goes to the ACL
 /// log under `command`, the name the client sent.
-pub fn authenticate(ctx: &mut Ctx, command: &[u8], user: &[u8], password: &[u8]) -> Result<(), Error> {
-    let accepted = ctx.server.acl.users().get(user).is_some_and(|u| u.accepts(password));
+pub fn authenticate(
+    ctx: &mut Ctx,
+    command: &[u8],
+    user: &[u8],
+    password: &[u8],
+) -> Result<(), Error> {
+    let accepted = ctx
+        .server
+        .acl
+        .users()
+        .get(user)
+        .is_some_and(|u| u.accepts(password));
     if !accepted {
         ctx.server.acl.denied.auth.fetch_add(1, Ordering::Relaxed);
-        Caller::of(ctx).log(Reason::Auth, context_of(ctx), command.to_vec(), user.to_vec());
+        Caller::of(ctx).log(
+            Reason::Auth,
+            context_of(ctx),
+            command.to_vec(),
+            user.to_vec(),
+        );
         return Err(WRONGPASS.into());
     }
     ctx.client.acl.log_in(&ctx.server.acl, user);

@@ -6,9 +6,7 @@ use bytes::Bytes;
 use keel_acl::{category_bit, Denial, SetUserError, Users, CATEGORIES};
 
 use crate::cmd::context::acl::check;
-use crate::cmd::context::{
-    is, parse_i64, subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP,
-};
+use crate::cmd::context::{is, parse_i64, subcommand_syntax_error, Ctx, Error, Spec, BASE, HELP};
 
 /// ACL (container).
 pub const SPEC: Spec = Spec {
@@ -67,7 +65,8 @@ const DELUSER: Spec = Spec {
 const DRYRUN: Spec = Spec {
     name: "acl|dryrun",
     arity: -4,
-    summary: "Returns whether the user can execute the given command without executing the command.",
+    summary:
+        "Returns whether the user can execute the given command without executing the command.",
     since: "7.0.0",
     complexity: "O(1).",
     run: dryrun,
@@ -170,7 +169,10 @@ fn cat(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         }
         [_, _, category] => {
             let Some(bit) = category_bit(category) else {
-                let shown: String = String::from_utf8_lossy(category).chars().take(128).collect();
+                let shown: String = String::from_utf8_lossy(category)
+                    .chars()
+                    .take(128)
+                    .collect();
                 return Err(format!("ERR Unknown category '{shown}'").into());
             };
             let names: Vec<&str> = ctx.server.acl.catalog.in_category(bit).collect();
@@ -261,7 +263,9 @@ fn getuser(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     flags.iter().for_each(|f| w.bulk(f.as_bytes()));
     w.bulk(b"passwords");
     w.array(user.password_hashes().len());
-    user.password_hashes().iter().for_each(|h| w.bulk(h.as_bytes()));
+    user.password_hashes()
+        .iter()
+        .for_each(|h| w.bulk(h.as_bytes()));
     let selector = |w: &mut keel_resp::Writer, s: &keel_acl::Selector| {
         w.bulk(b"commands");
         w.bulk(s.describe_commands(catalog).as_bytes());
@@ -287,7 +291,11 @@ fn list(ctx: &mut Ctx, rules: bool) -> Result<(), Error> {
     w.array(users.len());
     for user in users.iter() {
         if rules {
-            let line = format!("user {} {}", String::from_utf8_lossy(user.name()), user.describe(catalog));
+            let line = format!(
+                "user {} {}",
+                String::from_utf8_lossy(user.name()),
+                user.describe(catalog)
+            );
             w.bulk(line.as_bytes());
         } else {
             w.bulk(user.name());
@@ -331,7 +339,8 @@ fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Result<(), Error> {
     let path = acl_file(ctx)?;
     let text = ctx.server.acl.users().to_file(&ctx.server.acl.catalog);
     let temporary = format!("{path}.tmp-{}-{}", std::process::id(), ctx.now_ms);
-    let written = std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &path));
+    let written =
+        std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temporary);
         crate::warning!("Saving the ACL file '{path}' for ACL SAVE: {e}");
@@ -352,8 +361,10 @@ fn log(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         [_, _, count] => parse_i64(count)?.max(0) as usize,
         _ => return Err(subcommand_syntax_error(args)),
     };
-    let entries: Vec<keel_acl::Entry> =
-        ctx.server.acl.with_log(|log| log.entries().take(count).cloned().collect());
+    let entries: Vec<keel_acl::Entry> = ctx
+        .server
+        .acl
+        .with_log(|log| log.entries().take(count).cloned().collect());
     let now_ms = ctx.now_ms;
     let mut w = ctx.w();
     w.array(entries.len());
