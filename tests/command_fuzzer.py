@@ -70,6 +70,8 @@ SHUTDOWN; the SUBSCRIBE family (a subscribed
 connection's replies no longer pair with commands; PUBLISH and PUBSUB are
 fuzzed); CLIENT KILL (it could close the checking connection); CONFIG REWRITE
 (it writes files); MIGRATE (it connects to whatever host its arguments name);
+ACL SETUSER, DELUSER, LOAD and SAVE (a random rule could turn the default user
+off or take its commands away, and with it the fuzzer's own connection);
 CONFIG SET of anything but the encoding, eviction and
 tracking settings in `ARGUMENT_SYNTAX` (maxmemory and its kin are the bounds
 being checked; the slow log's length is memory the operator chooses to
@@ -427,6 +429,10 @@ ARGUMENT_SYNTAX = {
     "script|debug": "(YES | SYNC | NO)",
     "script|help": "",
     "function": "",
+    "acl|list": "",
+    "acl|users": "",
+    "acl|whoami": "",
+    "acl|help": "",
     "function|load": "[REPLACE] function-code:string",
     "function|list": "[LIBRARYNAME library-name-pattern:pattern] [WITHCODE]",
     "function|delete": "library-name:string",
@@ -475,7 +481,7 @@ BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items()
 # A pause, a monitor or CLIENT REPLY OFF would stop the fuzzer's replies.
 EXCLUDED = {"shutdown", "save", "bgsave", "sync", "psync", "replicaof", "slaveof", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
             "ssubscribe", "sunsubscribe", "client|kill", "config|rewrite", "client|pause",
-            "monitor", "migrate"}
+            "monitor", "migrate", "acl", "acl|setuser", "acl|deluser", "acl|load", "acl|save"}
 RARE = {"flushall": 0.05, "flushdb": 0.05, "pfselftest": 0.01}
 ARGUMENT_TYPES = {"key", "string", "integer", "double", "pattern", "unix-time"}
 
