@@ -401,29 +401,27 @@ impl Selector {
 
     /// Whether this selector allows command `id` with `args` (the name
     /// first), the keys `keys` finds in them and the channels `channels`.
-    pub fn check(
+    pub fn check<A: AsRef<[u8]>>(
         &self,
         catalog: &Catalog,
         id: usize,
-        args: &[&[u8]],
+        args: &[A],
         keys: &mut Keys,
         channels: &[ChannelUse],
     ) -> Result<(), Denial> {
+        let arg = |pos: usize| args.get(pos).map_or(&[][..], AsRef::as_ref);
         let command = catalog.get(id);
         if !self.all_commands && !command.no_auth && !self.bit(id) {
-            let first = args.get(if command.parent.is_some() { 2 } else { 1 });
+            let first = arg(if command.parent.is_some() { 2 } else { 1 });
             let allowed = (self.first_args.get(&id))
-                .zip(first)
-                .is_some_and(|(allowed, first)| {
-                    allowed.iter().any(|a| a.eq_ignore_ascii_case(first))
-                });
+                .is_some_and(|allowed| allowed.iter().any(|a| a.eq_ignore_ascii_case(first)));
             if !allowed {
                 return Err(Denial::Command);
             }
         }
         if !self.all_keys {
             for key in keys.get() {
-                let name = args.get(key.pos).copied().unwrap_or_default();
+                let name = arg(key.pos);
                 let fits = |p: &&KeyPattern| (p.read || !key.read) && (p.write || !key.write);
                 if !self
                     .keys
@@ -437,7 +435,7 @@ impl Selector {
         }
         if !self.all_channels {
             for channel in channels {
-                let name = args.get(channel.pos).copied().unwrap_or_default();
+                let name = arg(channel.pos);
                 let allowed = if channel.pattern {
                     self.channels.iter().any(|c| c == name)
                 } else {

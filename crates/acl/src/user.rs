@@ -178,11 +178,11 @@ impl User {
     /// must allow the command, every key and every channel. Otherwise the
     /// denial Redis reports: a key or channel over the command, and of
     /// those the one furthest into the arguments.
-    pub fn check(
+    pub fn check<A: AsRef<[u8]>>(
         &self,
         catalog: &Catalog,
         id: usize,
-        args: &[&[u8]],
+        args: &[A],
         find_keys: &dyn Fn() -> Vec<KeyUse>,
         channels: &[ChannelUse],
     ) -> Result<(), Denial> {

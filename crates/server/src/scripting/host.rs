@@ -208,9 +208,10 @@ impl keel_script::Host for ScriptHost<'_> {
     }
 
     fn may_run(&mut self, args: &[Bytes]) -> Option<bool> {
-        match cmd::lookup(&self.server.commands, args) {
-            Lookup::Unknown => None,
-            _ => Some(true),
-        }
+        let id = match cmd::lookup(&self.server.commands, args) {
+            Lookup::Unknown => return None,
+            Lookup::Found(id, _) | Lookup::WrongArity(id) => id,
+        };
+        Some(acl::check(self.server, &self.client.acl, id, args).is_ok())
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use keel_acl::{ChannelUse, Context, Denial, Entry, KeyUse, Reason};
 
-use super::key_flags::key_flags;
+use super::key_flags::key_flag_words;
 use super::{keys_of, Ctx, Error, Spec};
 use crate::acl::Session;
 use crate::client::ClientHandle;
@@ -22,12 +22,11 @@ pub fn check(server: &Server, session: &Session, id: usize, args: &[Bytes]) -> R
         return Err(Denial::Command);
     };
     let spec = server.commands.specs()[id];
-    let words: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
     let find_keys = || key_uses(spec, args);
     user.check(
         &server.acl.catalog,
         id,
-        &words,
+        args,
         &find_keys,
         &channel_uses(spec, args),
     )
@@ -37,16 +36,15 @@ pub fn check(server: &Server, session: &Session, id: usize, args: &[Bytes]) -> R
 /// specs say.
 fn key_uses(spec: &Spec, args: &[Bytes]) -> Vec<KeyUse> {
     let keys = keys_of(spec, args).unwrap_or_default();
-    let flags = key_flags(spec, args, keys.len());
+    let flags = key_flag_words(spec, args, keys.len());
     let position = |key: &Bytes| args.iter().position(|a| std::ptr::eq(a, key));
+    let has = |flags: &str, flag: &str| flags.split(' ').any(|f| f == flag);
     (keys.iter().zip(flags))
         .filter_map(|(key, flags)| {
             Some(KeyUse {
                 pos: position(key)?,
-                read: flags.contains(&"access"),
-                write: flags
-                    .iter()
-                    .any(|f| matches!(*f, "insert" | "update" | "delete")),
+                read: has(flags, "access"),
+                write: ["insert", "update", "delete"].iter().any(|f| has(flags, f)),
             })
         })
         .collect()

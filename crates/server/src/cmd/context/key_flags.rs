@@ -220,31 +220,36 @@ static KEY_SPEC_FLAGS: &[(&str, &[&str])] = &[
 /// The flags of each of `keys_count` keys of `spec` in the command line
 /// `args` (its name first), in order.
 pub fn key_flags(spec: &Spec, args: &[Bytes], keys_count: usize) -> Vec<Vec<&'static str>> {
-    let specs: Vec<&str> = match KEY_SPEC_FLAGS.binary_search_by(|(name, _)| name.cmp(&spec.name)) {
-        Ok(at) => KEY_SPEC_FLAGS[at]
-            .1
-            .iter()
-            .map(|flags| match flags.strip_suffix(" variable_flags") {
-                Some(most) => variable_flags(spec.name, args).unwrap_or(most),
-                None => flags,
-            })
-            .collect(),
-        Err(_) => Vec::new(),
-    };
+    key_flag_words(spec, args, keys_count)
+        .map(|flags| flags.split(' ').collect())
+        .collect()
+}
+
+/// [`key_flags`] as one space-separated string per key, without
+/// allocating (the ACL check reads them on every command of a restricted
+/// user).
+pub fn key_flag_words<'a>(
+    spec: &'a Spec,
+    args: &'a [Bytes],
+    keys_count: usize,
+) -> impl Iterator<Item = &'static str> + 'a {
+    let specs: &'static [&'static str] = KEY_SPEC_FLAGS
+        .binary_search_by(|(name, _)| name.cmp(&spec.name))
+        .map_or(&[], |at| KEY_SPEC_FLAGS[at].1);
     let fallback = if spec.has_flag("write") {
         "RW access update"
     } else {
         "RO access"
     };
-    (0..keys_count)
-        .map(|i| {
-            let flags = specs
-                .get(i.min(specs.len().saturating_sub(1)))
-                .copied()
-                .unwrap_or(fallback);
-            flags.split(' ').collect()
-        })
-        .collect()
+    (0..keys_count).map(
+        move |i| match specs.get(i.min(specs.len().saturating_sub(1))) {
+            Some(flags) => match flags.strip_suffix(" variable_flags") {
+                Some(most) => variable_flags(spec.name, args).unwrap_or(most),
+                None => flags,
+            },
+            None => fallback,
+        },
+    )
 }
 
 /// The flags of a key spec Redis marks `variable_flags`: SET overwrites
