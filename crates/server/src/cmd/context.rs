@@ -88,14 +88,20 @@ impl Spec {
     /// The key arguments of `args` (the command name first), as the
     /// spec's key positions give them.
     pub fn key_args<'a>(&self, args: &'a [Bytes]) -> impl Iterator<Item = &'a Bytes> {
+        self.key_positions(args.len()).map(|i| &args[i])
+    }
+
+    /// The positions of the key arguments in `argc` arguments (the command
+    /// name first), as the spec's key positions give them.
+    pub fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
         let (first, last, step) = self.keys;
-        let argc = args.len() as i32;
+        let argc = argc as i32;
         let last = if last < 0 { argc + last } else { last };
         // No key positions (first = 0): an empty range.
         let last = if first == 0 { -1 } else { last.min(argc - 1) };
         (first.max(1)..=last)
             .step_by(step.max(1) as usize)
-            .map(|i| &args[i as usize])
+            .map(|i| i as usize)
     }
 
     pub(super) fn accepts(&self, argc: usize) -> bool {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::context::Spec;
+use super::context::{key_flags, Spec};
 use super::{
     bitmap, connection, generic, geo, hash, hll, list, pubsub, replication, scripting, server, set,
     sort, stream, string, transactions, zset,
@@ -252,6 +252,8 @@ pub struct Table {
     pub(super) specs: Vec<&'static Spec>,
     /// The flags dispatch checks on every command, by id.
     flags: Vec<Flags>,
+    /// The flags of each command's key specs, by id (see `key_flags`).
+    key_spec_flags: Vec<&'static [&'static str]>,
     /// By name, with a fast hash: looked up once per command.
     by_name: HashMap<&'static str, usize, foldhash::fast::RandomState>,
 }
@@ -266,9 +268,14 @@ impl Table {
         }
         let by_name = specs.iter().enumerate().map(|(i, s)| (s.name, i)).collect();
         let flags = specs.iter().map(|spec| Flags::of(spec)).collect();
+        let key_spec_flags = specs
+            .iter()
+            .map(|spec| key_flags::spec_flags(spec))
+            .collect();
         Table {
             specs,
             flags,
+            key_spec_flags,
             by_name,
         }
     }
@@ -276,6 +283,11 @@ impl Table {
     /// The flags of command `id` that dispatch checks.
     pub fn flags(&self, id: usize) -> Flags {
         self.flags[id]
+    }
+
+    /// The flags of command `id`'s key specs, in order.
+    pub fn key_spec_flags(&self, id: usize) -> &'static [&'static str] {
+        self.key_spec_flags[id]
     }
 
     /// Every spec, by id.

@@ -21,8 +21,9 @@ pub fn check(server: &Server, session: &Session, id: usize, args: &[Bytes]) -> R
     let Some(user) = session.user() else {
         return Err(Denial::Command);
     };
-    let spec = server.commands.specs()[id];
-    let find_keys = || key_uses(spec, args);
+    let table = &server.commands;
+    let spec = table.specs()[id];
+    let find_keys = || key_uses(spec, table.key_spec_flags(id), args);
     user.check(
         &server.acl.catalog,
         id,
@@ -33,19 +34,22 @@ pub fn check(server: &Server, session: &Session, id: usize, args: &[Bytes]) -> R
 }
 
 /// The keys `args` names and what the command does with each, as its key
-/// specs say.
-fn key_uses(spec: &Spec, args: &[Bytes]) -> Vec<KeyUse> {
-    let keys = keys_of(spec, args).unwrap_or_default();
-    let flags = key_flag_words(spec, args, keys.len());
-    let position = |key: &Bytes| args.iter().position(|a| std::ptr::eq(a, key));
+/// specs (whose flags are `specs`) say.
+fn key_uses(spec: &Spec, specs: &'static [&'static str], args: &[Bytes]) -> Vec<KeyUse> {
+    let positions: Vec<usize> = if spec.getkeys.is_none() && !spec.has_flag("movablekeys") {
+        spec.key_positions(args.len()).collect()
+    } else {
+        let keys = keys_of(spec, args).unwrap_or_default();
+        let position = |key: &&Bytes| args.iter().position(|a| std::ptr::eq(a, *key));
+        keys.iter().filter_map(position).collect()
+    };
+    let flags = key_flag_words(spec, specs, args, positions.len());
     let has = |flags: &str, flag: &str| flags.split(' ').any(|f| f == flag);
-    (keys.iter().zip(flags))
-        .filter_map(|(key, flags)| {
-            Some(KeyUse {
-                pos: position(key)?,
-                read: has(flags, "access"),
-                write: ["insert", "update", "delete"].iter().any(|f| has(flags, f)),
-            })
+    (positions.into_iter().zip(flags))
+        .map(|(pos, flags)| KeyUse {
+            pos,
+            read: has(flags, "access"),
+            write: ["insert", "update", "delete"].iter().any(|f| has(flags, f)),
         })
         .collect()
 }

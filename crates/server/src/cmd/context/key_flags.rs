@@ -220,22 +220,28 @@ static KEY_SPEC_FLAGS: &[(&str, &[&str])] = &[
 /// The flags of each of `keys_count` keys of `spec` in the command line
 /// `args` (its name first), in order.
 pub fn key_flags(spec: &Spec, args: &[Bytes], keys_count: usize) -> Vec<Vec<&'static str>> {
-    key_flag_words(spec, args, keys_count)
+    key_flag_words(spec, spec_flags(spec), args, keys_count)
         .map(|flags| flags.split(' ').collect())
         .collect()
 }
 
-/// [`key_flags`] as one space-separated string per key, without
-/// allocating (the ACL check reads them on every command of a restricted
-/// user).
+/// The flags of `spec`'s key specs, in order; none for a command of
+/// keel's own. (The command table keeps them by id.)
+pub fn spec_flags(spec: &Spec) -> &'static [&'static str] {
+    KEY_SPEC_FLAGS
+        .binary_search_by(|(name, _)| name.cmp(&spec.name))
+        .map_or(&[], |at| KEY_SPEC_FLAGS[at].1)
+}
+
+/// [`key_flags`] as one space-separated string per key, from the key
+/// specs' flags `specs` ([`spec_flags`]), without allocating: the ACL
+/// check reads them on every command of a restricted user.
 pub fn key_flag_words<'a>(
     spec: &'a Spec,
+    specs: &'static [&'static str],
     args: &'a [Bytes],
     keys_count: usize,
 ) -> impl Iterator<Item = &'static str> + 'a {
-    let specs: &'static [&'static str] = KEY_SPEC_FLAGS
-        .binary_search_by(|(name, _)| name.cmp(&spec.name))
-        .map_or(&[], |at| KEY_SPEC_FLAGS[at].1);
     let fallback = if spec.has_flag("write") {
         "RW access update"
     } else {
