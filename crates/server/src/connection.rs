@@ -52,6 +52,7 @@
 //! before it waits for a turn, never while holding one.
 
 mod feed;
+mod stream;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -62,7 +63,6 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use keel_resp::{Limits, RequestDecoder, Writer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -73,6 +73,7 @@ use crate::clock::Now;
 use crate::server::{unix_ms, Server};
 use crate::stats::{Stats, Work};
 use crate::{cmd, verbose, warning};
+pub use stream::{receive_tls, send_tls, Stream};
 
 /// Read space a connection takes when it has data to read and tops up to:
 /// enough for typical requests, small enough for tens of thousands of
@@ -149,6 +150,8 @@ impl HeavyLane {
 /// read or decided on it so far.
 pub struct Handover {
     socket: std::net::TcpStream,
+    /// Its TLS session, on `tls-port`.
+    tls: Option<Box<rustls::ServerConnection>>,
     client: Client,
     progress: Progress,
 }
@@ -218,42 +221,46 @@ enum Ended {
 /// or `None` if it ended here.
 pub async fn welcome(
     server: Arc<Server>,
-    mut socket: TcpStream,
+    mut socket: Stream,
     addr: SocketAddr,
 ) -> Option<Handover> {
     let maxclients = server.hot.maxclients.load(Ordering::Relaxed);
     if server.clients.count() as u64 >= maxclients {
-        refuse_over_maxclients(&server, &socket, addr);
+        refuse_over_maxclients(&server, &mut socket, addr);
         return None;
     }
     if refused_by_protected_mode(&server, addr) {
-        let _ = socket.try_write(PROTECTED_MODE_DENIED);
+        socket.try_send(PROTECTED_MODE_DENIED);
         server.stats.count_rejected_connection();
         verbose!("Refused client addr={addr}: protected mode");
         return None;
     }
-    let local = socket.local_addr().unwrap_or(addr);
+    let local = socket.socket().local_addr().unwrap_or(addr);
     let handle = server.clients.register(addr, local, unix_ms());
     if server.is_shutting_down() {
         server.clients.unregister(handle.id);
         return None;
     }
     let keepalive = server.config.read().tcp_keepalive;
-    let _ = socket.set_nodelay(true);
+    let _ = socket.socket().set_nodelay(true);
     if keepalive > 0 {
         let ka = socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive));
-        let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&ka);
+        let _ = socket2::SockRef::from(socket.socket()).set_tcp_keepalive(&ka);
     }
     let mut client = Client::new(handle, crate::acl::Session::new(&server.acl));
     let progress = Progress::default();
     let (ended, progress) = run(&server, &mut socket, &mut client, progress, Place::Acceptor).await;
     match ended.and_then(|ended| match ended {
-        Ended::HandOver => Ok(Some(socket.into_std()?)),
+        Ended::HandOver => {
+            let (socket, tls) = socket.into_parts();
+            Ok(Some((socket.into_std()?, tls)))
+        }
         Ended::Closed => Ok(None),
     }) {
-        Ok(Some(socket)) => {
+        Ok(Some((socket, tls))) => {
             return Some(Handover {
                 socket,
+                tls,
                 client,
                 progress,
             })
@@ -279,8 +286,8 @@ fn refused_by_protected_mode(server: &Server, addr: SocketAddr) -> bool {
 /// Answers a connection past `maxclients` with Redis's error and closes
 /// it. The reply is written only if the socket takes it at once: the
 /// acceptor never waits on a client it refuses.
-fn refuse_over_maxclients(server: &Server, socket: &TcpStream, addr: SocketAddr) {
-    let _ = socket.try_write(b"-ERR max number of clients reached\r\n");
+fn refuse_over_maxclients(server: &Server, socket: &mut Stream, addr: SocketAddr) {
+    socket.try_send(b"-ERR max number of clients reached\r\n");
     server.stats.count_rejected_connection();
     verbose!("Refused client addr={addr}: max number of clients reached");
 }
@@ -291,12 +298,14 @@ fn refuse_over_maxclients(server: &Server, socket: &TcpStream, addr: SocketAddr)
 pub async fn serve(server: Arc<Server>, lane: Arc<HeavyLane>, handover: Handover) {
     let Handover {
         socket,
+        tls,
         mut client,
         progress,
     } = handover;
     let addr = client.handle.addr;
     let result = match TcpStream::from_std(socket) {
-        Ok(mut socket) => {
+        Ok(socket) => {
+            let mut socket = Stream::from_parts(socket, tls);
             let place = Place::Worker(&lane);
             run(&server, &mut socket, &mut client, progress, place)
                 .await
@@ -314,7 +323,7 @@ pub async fn serve(server: Arc<Server>, lane: Arc<HeavyLane>, handover: Handover
 /// what it had read and not yet run.
 async fn run(
     server: &Server,
-    socket: &mut TcpStream,
+    socket: &mut Stream,
     client: &mut Client,
     progress: Progress,
     place: Place<'_>,
@@ -358,51 +367,10 @@ fn close(server: &Server, client: &mut Client) {
 
 /// Waits until `socket` has data or its peer closed; `None` if `idle_secs`
 /// (0: no limit) pass first.
-async fn readable_within(socket: &TcpStream, idle_secs: u64) -> Option<std::io::Result<()>> {
+async fn readable_within(socket: &Stream, idle_secs: u64) -> Option<std::io::Result<()>> {
     match idle_secs {
         0 => Some(socket.readable().await),
         secs => (tokio::time::timeout(Duration::from_secs(secs), socket.readable()).await).ok(),
-    }
-}
-
-/// True if `socket` has data to read, or its peer closed; false (and its
-/// read readiness cleared) if a read would block.
-fn has_data(socket: &TcpStream) -> std::io::Result<bool> {
-    let mut first = [std::mem::MaybeUninit::uninit()];
-    let peek = || socket2::SockRef::from(socket).peek(&mut first);
-    match socket.try_io(tokio::io::Interest::READABLE, peek) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Reads what `socket` has into the spare room of `buf`. A read that
-/// leaves room unfilled has drained the socket, so it clears the socket's
-/// read readiness as a read that would block does: the next read waits for
-/// new data instead of asking the socket once more for nothing. That is
-/// one read per batch, as Redis's one read per readable event, where
-/// reading until the socket would block cost a second, empty read (1.30
-/// reads per request at P=1, bench/results/2026-11-26-cpu-per-op.md).
-/// Data arriving after the read raises a new readiness event, which the
-/// clearing leaves alone, and a closed peer's readiness is never cleared.
-fn read_available(socket: &TcpStream, buf: &mut BytesMut) -> std::io::Result<usize> {
-    let mut drained = None;
-    let read = socket.try_io(tokio::io::Interest::READABLE, || {
-        let spare = buf.spare_capacity_mut();
-        let room = spare.len();
-        let n = socket2::SockRef::from(socket).recv(spare)?;
-        // SAFETY: `recv` initialised the first `n` bytes of the spare room.
-        unsafe { buf.set_len(buf.len() + n) };
-        if n > 0 && n < room {
-            drained = Some(n);
-            return Err(std::io::ErrorKind::WouldBlock.into());
-        }
-        Ok(n)
-    });
-    match drained {
-        Some(n) => Ok(n),
-        None => read,
     }
 }
 
@@ -428,7 +396,7 @@ async fn peer_closed(socket: &TcpStream) -> std::io::Result<()> {
 
 struct Connection<'a> {
     server: &'a Server,
-    socket: &'a mut TcpStream,
+    socket: &'a mut Stream,
     client: &'a mut Client,
     progress: Progress,
     write_buf: BytesMut,
@@ -476,7 +444,14 @@ enum Batch {
 impl<'a> Connection<'a> {
     async fn run(&mut self) -> std::io::Result<Ended> {
         let handle = self.client.handle.clone();
-        handle.set_socket_fd(std::os::fd::AsRawFd::as_raw_fd(&*self.socket));
+        // Publishers peek at a subscriber's unread requests (see
+        // `ClientHandle::is_leaving`); a TLS socket shows them only
+        // encrypted.
+        let fd = match self.socket.is_tls() {
+            true => -1,
+            false => std::os::fd::AsRawFd::as_raw_fd(self.socket.socket()),
+        };
+        handle.set_socket_fd(fd);
         // One wait for the whole connection: CLIENT KILL and shutdown both
         // end it through this signal.
         let killed = handle.killed();
@@ -535,7 +510,7 @@ impl<'a> Connection<'a> {
                 true => 0,
             };
             let (lane, stats) = (self.heavy_lane(), &self.server.stats);
-            let socket = &*self.socket;
+            let socket = &mut *self.socket;
             let (progress, charged) = (&mut self.progress, &mut self.charged);
             let (lane_turn, id) = (&mut self.lane_turn, handle.id);
             let subscribed = self.client.subscriptions.any();
@@ -548,14 +523,14 @@ impl<'a> Connection<'a> {
             // one paused for the budget, never holds one.
             let read = async move {
                 loop {
-                    let Some(readable) = readable_within(socket, timeout).await else {
+                    let Some(readable) = readable_within(&*socket, timeout).await else {
                         return Ok(None);
                     };
                     readable?;
                     if progress.read_buf.capacity() - progress.read_buf.len() < wanted {
                         // Readiness can be reported with nothing to read yet
                         // (a new socket is); only data is worth read space.
-                        if !has_data(socket)? {
+                        if !socket.has_data()? {
                             continue;
                         }
                         // Reused space adds nothing to the budget, but a
@@ -567,7 +542,7 @@ impl<'a> Connection<'a> {
                             true => None,
                             false => tokio::select! {
                                 pause = budget.admit(id, more, may_take_token) => pause,
-                                closed = peer_closed(socket) => return closed.map(|()| Some(0)),
+                                closed = peer_closed(socket.socket()) => return closed.map(|()| Some(0)),
                             },
                         };
                         if let Some(pause) = pause {
@@ -590,7 +565,7 @@ impl<'a> Connection<'a> {
                         handle.expose_unread(&progress.read_buf);
                         *exposed_input = true;
                     }
-                    match read_available(socket, &mut progress.read_buf) {
+                    match socket.read_available(&mut progress.read_buf) {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => *lane_turn = None,
                         read => return read.map(Some),
                     }
@@ -815,7 +790,7 @@ impl<'a> Connection<'a> {
                 tokio::select! {
                     _ = self.server.pause.wait(writes, unix_ms) => {}
                     _ = &mut killed => return Ok(Batch::Close),
-                    _ = peer_closed(self.socket) => return Ok(Batch::Close),
+                    _ = peer_closed(self.socket.socket()) => return Ok(Batch::Close),
                 }
                 now = None;
             }
@@ -1033,7 +1008,7 @@ impl<'a> Connection<'a> {
                     unblocked_with_error = how == Unblock::Error;
                     break None;
                 }
-                read = self.socket.read_buf(read_buf), if has_room => {
+                read = self.socket.read_some(read_buf), if has_room => {
                     if !matches!(read, Ok(n) if n > 0) {
                         break Some(None);
                     }

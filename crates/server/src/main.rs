@@ -30,6 +30,7 @@ mod scripting;
 mod server;
 mod slowlog;
 mod stats;
+mod tls;
 
 use tikv_jemallocator::Jemalloc;
 

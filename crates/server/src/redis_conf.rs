@@ -227,7 +227,7 @@ const INT_MAX: i64 = i32::MAX as i64;
 const LONG_MAX: i64 = i64::MAX;
 const MEM_MAX: u64 = i64::MAX as u64;
 
-const NO_TLS: &str = "keel has no TLS yet: use a TLS proxy in front of it";
+const NO_TLS: &str = "keel's replication and cluster links do not use TLS yet";
 const NO_CLUSTER: &str = "keel has no cluster mode yet";
 const NO_UNIXSOCKET: &str = "keel does not listen on a Unix socket yet: use bind and port";
 
@@ -242,7 +242,7 @@ pub static ACCEPTED: &[Directive] = &[
         "0"
     ),
     accepted!("bind-source-addr", MUTABLE, Kind::Text, ""),
-    accepted!("tls-port", MUTABLE, Kind::Only("0", NO_TLS), "0"),
+    accepted!("tls-port", IMMUTABLE, Kind::Int(0, 65535), "0"),
     accepted!("tls-cert-file", MUTABLE, Kind::Text, ""),
     accepted!("tls-key-file", MUTABLE, Kind::Text, ""),
     accepted!("tls-key-file-pass", MUTABLE, Kind::Text, ""),

@@ -68,6 +68,8 @@ pub struct Server {
     pub commands: Table,
     /// ACL users, the ACL log and denial counts.
     pub acl: crate::acl::Acl,
+    /// TLS settings for connections on `tls-port`.
+    pub tls: crate::tls::Tls,
     /// Unix ms at start.
     pub started_ms: u64,
     /// A random id for this run, as Redis's run_id.
@@ -158,7 +160,7 @@ pub struct HotConfig {
 
 impl Server {
     /// Builds the shared state for `config`; `Err` if its ACL users
-    /// (`user` lines, `aclfile`) cannot be loaded.
+    /// (`user` lines, `aclfile`) or its TLS settings cannot be loaded.
     pub fn new(config: Config, port: u16) -> Result<Server, String> {
         let now = unix_ms();
         let databases = config.databases;
@@ -166,6 +168,8 @@ impl Server {
         let lua_maxmemory = config.lua_maxmemory as usize;
         let commands = Table::new();
         let acl = crate::acl::Acl::new(&commands, &config)?;
+        let tls =
+            crate::tls::Tls::new(&config).map_err(|e| format!("Failed to configure TLS: {e}"))?;
         let run_id = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
             .collect();
@@ -178,6 +182,7 @@ impl Server {
             clients: Clients::default(),
             commands,
             acl,
+            tls,
             started_ms: now,
             run_id,
             port: AtomicU16::new(port),
@@ -561,7 +566,17 @@ impl Worker {
 /// Runs the server until shutdown; returns once connections have closed.
 /// Call it from a single-threaded runtime on the main thread.
 pub async fn run(config: Config) -> std::io::Result<()> {
-    let bound = bind(&config, config.port).await?;
+    let tls_port: u16 = config.value("tls-port").parse().unwrap_or(0);
+    // `port 0` with a `tls-port`: TLS only, as in Redis. (Without one,
+    // port 0 asks the kernel for a free port, as tests do.)
+    let bound = match tls_port != 0 && config.port == 0 {
+        true => Vec::new(),
+        false => bind(&config, config.port).await?,
+    };
+    let tls_bound = match tls_port {
+        0 => Vec::new(),
+        port => bind(&config, port).await?,
+    };
     let metrics_listeners = match config.metrics_port {
         0 => Vec::new(),
         port => bind(&config, port)
@@ -570,13 +585,17 @@ pub async fn run(config: Config) -> std::io::Result<()> {
             .map(|(_, l)| l)
             .collect(),
     };
-    let port = bound[0].1.local_addr()?.port();
-    if let Err(e) = presize_descriptor_table(&bound[0].1) {
+    let port = match bound.first() {
+        Some((_, listener)) => listener.local_addr()?.port(),
+        None => 0,
+    };
+    let first = bound.first().or(tls_bound.first()).map(|(_, l)| l);
+    if let Err(e) = first.map_or(Ok(()), presize_descriptor_table) {
         warning!("Could not size the descriptor table ahead: {e}");
     }
     let threads = config.threads;
     let server = Server::new(config, port).map_err(|e| {
-        warning!("Aborting startup because of ACL errors: {e}");
+        warning!("Aborting startup: {e}");
         std::io::Error::other(e)
     })?;
     let server = Arc::new(server);
@@ -596,10 +615,13 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         "keel {} ready to accept connections on port {port} ({threads} threads)",
         env!("CARGO_PKG_VERSION")
     );
+    if tls_port != 0 {
+        notice!("Ready to accept TLS connections on port {tls_port}");
+    }
     let supervised = server.config.read().supervised;
     crate::process::ready(supervised);
     let next_worker = Arc::new(AtomicUsize::new(0));
-    let accept_on = |listeners: Vec<TcpListener>| -> Vec<_> {
+    let accept_on = |listeners: Vec<TcpListener>, tls: bool| -> Vec<_> {
         listeners
             .into_iter()
             .map(|l| {
@@ -608,6 +630,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
                     l,
                     senders.clone(),
                     next_worker.clone(),
+                    tls,
                 ))
             })
             .collect()
@@ -624,7 +647,8 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         }
         listening.replace = Some(replace);
     }
-    let mut acceptors = accept_on(bound.into_iter().map(|(_, l)| l).collect());
+    let mut acceptors = accept_on(bound.into_iter().map(|(_, l)| l).collect(), false);
+    let tls_acceptors = accept_on(tls_bound.into_iter().map(|(_, l)| l).collect(), true);
     start_metrics(server.clone(), metrics_listeners)?;
     let real_time = server.config.read().acceptor_realtime;
     let priority = crate::priority::raise_this_thread_for_accepting(real_time);
@@ -669,13 +693,13 @@ pub async fn run(config: Config) -> std::io::Result<()> {
                     .into_iter()
                     .map(TcpListener::from_std)
                     .collect::<std::io::Result<Vec<_>>>()?;
-                acceptors = accept_on(listeners);
+                acceptors = accept_on(listeners, false);
             }
         }
     };
     crate::process::stopping(supervised);
     server.begin_shutdown();
-    for acceptor in acceptors {
+    for acceptor in acceptors.into_iter().chain(tls_acceptors) {
         let _ = acceptor.await;
     }
     server.clients.wait_all_closed(Duration::from_secs(5)).await;
@@ -701,6 +725,7 @@ async fn accept_loop(
     listener: TcpListener,
     workers: Arc<[mpsc::UnboundedSender<connection::Handover>]>,
     next_worker: Arc<AtomicUsize>,
+    tls: bool,
 ) {
     let mut shutdown = server.shutdown_signal();
     loop {
@@ -714,7 +739,24 @@ async fn accept_loop(
                 let (server, workers) = (server.clone(), workers.clone());
                 let next_worker = next_worker.clone();
                 tokio::spawn(async move {
-                    let Some(handover) = connection::welcome(server, socket, addr).await else {
+                    let stream = match tls {
+                        false => connection::Stream::plain(socket),
+                        true => {
+                            let Some(settings) = server.tls.current() else {
+                                return;
+                            };
+                            match crate::tls::handshake(&socket, settings).await {
+                                Ok(session) => connection::Stream::tls(socket, session),
+                                Err(e) => {
+                                    crate::verbose!(
+                                        "TLS handshake with client addr={addr} failed: {e}"
+                                    );
+                                    return;
+                                }
+                            }
+                        }
+                    };
+                    let Some(handover) = connection::welcome(server, stream, addr).await else {
                         return;
                     };
                     let n = next_worker.fetch_add(1, Ordering::Relaxed) % workers.len();

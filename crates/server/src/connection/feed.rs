@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_resp::Limits;
-use tokio::io::AsyncWriteExt;
 
 use super::Connection;
 use crate::client::{SyncStart, WaitReplicas};
@@ -259,7 +258,7 @@ impl Connection<'_> {
         let progress = &mut self.progress;
         loop {
             progress.read_buf.reserve(4096);
-            match self.socket.try_read_buf(&mut progress.read_buf) {
+            match self.socket.read_available(&mut progress.read_buf) {
                 Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                 Ok(_) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
