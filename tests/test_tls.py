@@ -4,6 +4,7 @@ a client certificate from another CA), trusted and refused clients, plain text
 on the TLS port, `tls-auth-clients`, certificates reloaded with CONFIG SET,
 redis-py and redis-cli, and a hostile peer that never finishes its handshake."""
 
+import shutil
 import socket
 import ssl
 import subprocess
@@ -207,3 +208,46 @@ def test_a_missing_certificate_file_stops_start_up(run_to_exit, certs):
                                "--tls-ca-cert-file", str(certs / "ca.crt"))
     assert code != 0
     assert "/nonexistent/cert.pem" in output or "Failed to configure TLS" in output
+
+
+def test_debian_redis_conf_with_requirepass_users_and_tls_starts(server_kind, keel_bin, certs, tmp_path):
+    from test_config_file import debian_redis_conf
+
+    conf = tmp_path / "redis.conf"
+    port, tls_port = free_port(), free_port()
+    conf.write_text(debian_redis_conf(tmp_path).read_text() + "\n".join([
+        "",
+        "requirepass defaultsecret",
+        "user alice on >alicepw ~app:* +@read +@write",
+        f"tls-port {tls_port}",
+        f"tls-cert-file {certs / 'server.crt'}",
+        f"tls-key-file {certs / 'server.key'}",
+        f"tls-ca-cert-file {certs / 'ca.crt'}",
+        "tls-auth-clients optional",
+        "",
+    ]))
+    exe = str(keel_bin) if server_kind == "keel" else shutil.which("redis-server")
+    argv = [exe, str(conf), "--port", str(port), "--daemonize", "no", "--pidfile", str(tmp_path / "pid"),
+            "--logfile", str(tmp_path / "server.log"), "--dir", str(tmp_path)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        def answers():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                    s.sendall(b"*1\r\n$4\r\nPING\r\n")
+                    return s.recv(100).startswith(b"-NOAUTH")
+            except OSError:
+                return False
+
+        wait_for(answers, timeout=20, what="the server, asking for a password")
+        reply = tls_call(tls_port, tls_context(certs, client=None), "AUTH", "alice", "alicepw")
+        assert reply == b"+OK\r\n"
+        assert tls_call(tls_port, tls_context(certs), "GET", "app:1").startswith(b"-NOAUTH")
+        client = redis.Redis(host="127.0.0.1", port=port, password="defaultsecret", socket_timeout=10)
+        assert client.ping()
+        assert client.acl_users() == ["alice", "default"]
+        client.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

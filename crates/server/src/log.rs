@@ -1,6 +1,7 @@
 //! Logging to stderr or the `logfile`, in Redis's line format
 //! (`pid:M 23 Nov 2026 10:00:00.123 * message`, `S` on a replica) so log scrapers written for
-//! Redis keep working.
+//! Redis keep working; and to syslog too with `syslog-enabled`, as Redis does. The file stays
+//! open; SIGHUP reopens it by name, so logrotate can move it away.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -43,7 +44,10 @@ impl Level {
 }
 
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
-static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+/// The log file and its path; none for stderr.
+static FILE: Mutex<Option<(std::fs::File, String)>> = Mutex::new(None);
+/// Lines go to syslog too (`syslog-enabled`).
+static SYSLOG: AtomicBool = AtomicBool::new(false);
 
 /// Whether lines carry a replica's role letter (`S`) rather than a
 /// primary's (`M`), as Redis's do.
@@ -64,15 +68,66 @@ pub fn set_file(path: &str) -> std::io::Result<()> {
     let file = if path.is_empty() {
         None
     } else {
-        Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?,
-        )
+        Some((open(path)?, path.to_string()))
     };
     *FILE.lock() = file;
     Ok(())
+}
+
+fn open(path: &str) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+/// Opens the log file again by its name (SIGHUP, after logrotate moved
+/// it); the old file stays in use if the new one cannot be opened.
+pub fn reopen() -> std::io::Result<()> {
+    let mut file = FILE.lock();
+    if let Some((current, path)) = file.as_mut() {
+        *current = open(path)?;
+    }
+    Ok(())
+}
+
+/// Sends lines to syslog too, as `ident` with `facility` (a
+/// `syslog-facility` name: `user`, `local0` ... `local7`).
+pub fn set_syslog(ident: &str, facility: &str) {
+    let Some(facility) = syslog_facility(facility) else {
+        return;
+    };
+    // openlog keeps the pointer: the identity lives as long as the process.
+    let ident = std::ffi::CString::new(ident).unwrap_or_default().into_raw();
+    // SAFETY: `ident` is a valid C string that is never freed.
+    unsafe {
+        libc::openlog(
+            ident,
+            libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT,
+            facility,
+        )
+    };
+    SYSLOG.store(true, Ordering::Relaxed);
+}
+
+fn syslog_facility(name: &str) -> Option<libc::c_int> {
+    let local = [
+        libc::LOG_LOCAL0,
+        libc::LOG_LOCAL1,
+        libc::LOG_LOCAL2,
+        libc::LOG_LOCAL3,
+        libc::LOG_LOCAL4,
+        libc::LOG_LOCAL5,
+        libc::LOG_LOCAL6,
+        libc::LOG_LOCAL7,
+    ];
+    match name.to_ascii_lowercase().as_str() {
+        "user" => Some(libc::LOG_USER),
+        other => other
+            .strip_prefix("local")
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|n| local.get(n).copied()),
+    }
 }
 
 /// True if messages at `level` are written; lets callers skip formatting.
@@ -98,11 +153,23 @@ pub fn write(level: Level, message: std::fmt::Arguments) {
         message
     );
     match FILE.lock().as_mut() {
-        Some(file) => {
+        Some((file, _)) => {
             let _ = file.write_all(line.as_bytes());
         }
         None => {
             let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+    }
+    if SYSLOG.load(Ordering::Relaxed) {
+        let priority = [
+            libc::LOG_DEBUG,
+            libc::LOG_INFO,
+            libc::LOG_NOTICE,
+            libc::LOG_WARNING,
+        ];
+        if let Ok(text) = std::ffi::CString::new(message.to_string()) {
+            // SAFETY: a constant format and a valid C string.
+            unsafe { libc::syslog(priority[level as usize], c"%s".as_ptr(), text.as_ptr()) };
         }
     }
 }
@@ -152,6 +219,13 @@ macro_rules! verbose { ($($t:tt)*) => { $crate::log::write($crate::log::Level::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syslog_facilities_are_redis_names() {
+        assert_eq!(syslog_facility("user"), Some(libc::LOG_USER));
+        assert_eq!(syslog_facility("LOCAL7"), Some(libc::LOG_LOCAL7));
+        assert_eq!(syslog_facility("local8"), None);
+    }
 
     #[test]
     fn dates() {

@@ -87,6 +87,13 @@ fn main() {
         std::process::exit(1);
     }
     log::set_level(config.loglevel);
+    if config.value("syslog-enabled") == "yes" {
+        log::set_syslog(
+            &config.value("syslog-ident"),
+            &config.value("syslog-facility"),
+        );
+    }
+    process::raise_descriptor_limit(&mut config);
     // The main thread's loop: acceptor, signals, background work. Workers
     // get loops of their own (see server.rs).
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -120,3 +120,71 @@ fn notify_systemd(message: &str) {
         crate::warning!("Can't send notification to systemd: {e}");
     }
 }
+
+/// Descriptors kept beyond `maxclients` (listeners, files, the log), as
+/// Redis's `CONFIG_MIN_RESERVED_FDS`.
+const RESERVED_DESCRIPTORS: u64 = 32;
+
+/// Raises the open-file limit to what `maxclients` needs, as Redis does at
+/// start-up; where the system allows less, lowers `maxclients` to fit and
+/// says so, in Redis's words.
+pub fn raise_descriptor_limit(config: &mut Config) {
+    let wanted = config.maxclients + RESERVED_DESCRIPTORS;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    let original = limit.rlim_cur;
+    if original >= wanted {
+        return;
+    }
+    // Above the hard limit only a privileged process may go.
+    let attempts = [
+        (wanted, wanted.max(limit.rlim_max)),
+        (wanted.min(limit.rlim_max), limit.rlim_max),
+    ];
+    let mut error = None;
+    let mut reached = original;
+    for (soft, hard) in attempts {
+        let raised = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: `raised` is a valid rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            reached = soft;
+            break;
+        }
+        error = Some(std::io::Error::last_os_error());
+    }
+    if reached >= wanted {
+        crate::notice!(
+            "Increased maximum number of open files to {wanted} (it was originally set to {original})."
+        );
+        return;
+    }
+    if reached <= RESERVED_DESCRIPTORS {
+        crate::warning!(
+            "Your current 'ulimit -n' of {reached} is not enough for the server to start. Please increase your \
+             open file limit to at least {}. Exiting.",
+            RESERVED_DESCRIPTORS + 1
+        );
+        std::process::exit(1);
+    }
+    let requested = config.maxclients;
+    config.maxclients = reached - RESERVED_DESCRIPTORS;
+    crate::warning!(
+        "You requested maxclients of {requested} requiring at least {wanted} max file descriptors."
+    );
+    let why = error.map_or_else(String::new, |e| crate::config::strerror(&e));
+    crate::warning!("Server can't set maximum open files to {wanted} because of OS error: {why}.");
+    crate::warning!(
+        "Current maximum open files is {reached}. maxclients has been reduced to {} to compensate for low ulimit. \
+         If you need higher maxclients increase 'ulimit -n'.",
+        config.maxclients
+    );
+}

@@ -672,6 +672,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     crate::persistence::save::start(server.clone(), may_raise_priority)?;
     let mut shutdown = server.shutdown_signal();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let signal = loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {
@@ -685,6 +686,13 @@ pub async fn run(config: Config) -> std::io::Result<()> {
             _ = shutdown.wait_for(|&s| s) => {
                 notice!("User requested shutdown...");
                 break None;
+            }
+            _ = sighup.recv() => {
+                // logrotate moved the log file away: write to a new one.
+                match crate::log::reopen() {
+                    Ok(()) => notice!("Received SIGHUP: the log file was reopened"),
+                    Err(e) => warning!("Received SIGHUP, but the log file could not be reopened: {e}"),
+                }
             }
             Some(listeners) = replacements.recv() => {
                 // CONFIG SET port or bind: accept on the new sockets only.
