@@ -251,3 +251,33 @@ def test_debian_redis_conf_with_requirepass_users_and_tls_starts(server_kind, ke
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_replication_over_tls(tls_server, start_server, certs):
+    primary, tls_port = tls_server(**{"repl-diskless-sync-delay": 0})
+    with primary.conn() as c:
+        assert c.call("SET", "before", "1") == OK
+    replica = start_server({"tls-replication": "yes", "replicaof": f"127.0.0.1 {tls_port}",
+                            "tls-cert-file": certs / "client.crt", "tls-key-file": certs / "client.key",
+                            "tls-ca-cert-file": certs / "ca.crt"})
+    with replica.conn() as r, primary.conn() as c:
+        wait_for(lambda: r.call("GET", "before") == b"1", what="the full sync over TLS")
+        for i in range(200):
+            c.call("SET", f"k{i}", "v" * i)
+        wait_for(lambda: r.call("DBSIZE") == 201, what="the stream over TLS")
+        assert r.call("GET", "k199") == b"v" * 199
+        role = r.call("ROLE")
+        assert role[0] == b"slave" and role[3] == b"connected"
+
+
+def test_a_key_protected_by_tls_key_file_pass(tls_server, certs, run_to_exit):
+    encrypted = certs / "server-encrypted.key"
+    if not encrypted.exists():
+        openssl("pkey", "-in", "server.key", "-aes-256-cbc", "-passout", "pass:s3cret",
+                "-out", encrypted.name, cwd=certs)
+    _, port = tls_server(**{"tls-key-file": encrypted, "tls-key-file-pass": "s3cret"})
+    assert tls_call(port, tls_context(certs), "PING") == b"+PONG\r\n"
+    code, output = run_to_exit("--port", str(free_port()), "--tls-port", str(free_port()),
+                               "--tls-cert-file", str(certs / "server.crt"), "--tls-key-file", str(encrypted),
+                               "--tls-key-file-pass", "wrong", "--tls-ca-cert-file", str(certs / "ca.crt"))
+    assert code != 0

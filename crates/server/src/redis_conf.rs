@@ -227,7 +227,7 @@ const INT_MAX: i64 = i32::MAX as i64;
 const LONG_MAX: i64 = i64::MAX;
 const MEM_MAX: u64 = i64::MAX as u64;
 
-const NO_TLS: &str = "keel's replication and cluster links do not use TLS yet";
+const NO_TLS: &str = "keel has no cluster bus yet, so no TLS for it";
 const NO_CLUSTER: &str = "keel has no cluster mode yet";
 const NO_UNIXSOCKET: &str = "keel does not listen on a Unix socket yet: use bind and port";
 
@@ -258,7 +258,7 @@ pub static ACCEPTED: &[Directive] = &[
         Kind::Enum(&["no", "yes", "optional"]),
         "yes"
     ),
-    accepted!("tls-replication", MUTABLE, Kind::Only("no", NO_TLS), "no"),
+    accepted!("tls-replication", MUTABLE, Kind::Bool, "no"),
     accepted!("tls-cluster", MUTABLE, Kind::Only("no", NO_TLS), "no"),
     accepted!("tls-protocols", MUTABLE, Kind::Text, ""),
     accepted!("tls-ciphers", MUTABLE, Kind::Text, ""),

@@ -594,10 +594,8 @@ pub async fn run(config: Config) -> std::io::Result<()> {
         warning!("Could not size the descriptor table ahead: {e}");
     }
     let threads = config.threads;
-    let server = Server::new(config, port).map_err(|e| {
-        warning!("Aborting startup: {e}");
-        std::io::Error::other(e)
-    })?;
+    let server = Server::new(config, port)
+        .map_err(|e| std::io::Error::other(format!("Aborting startup: {e}")))?;
     let server = Arc::new(server);
     crate::lazyfree::start(server.clone())?;
     crate::scripting::start(server.clone())?;

@@ -6,6 +6,11 @@
 //! travels with its socket ([`crate::connection::Stream`]) and is driven
 //! over the same non-blocking reads and writes as a plain connection.
 //!
+//! With `tls-replication yes` a replica's link to its primary is TLS too
+//! ([`client_config`], [`connect`]): the primary's certificate is checked
+//! against the same CAs, and the replica presents `tls-client-cert-file`
+//! (or, without one, `tls-cert-file`), as Redis does.
+//!
 //! What Redis's names mean here: `tls-protocols` takes `TLSv1.2` and
 //! `TLSv1.3` (rustls has nothing older); `tls-ciphersuites` (TLS 1.3) and
 //! `tls-ciphers` (TLS 1.2) take colon-separated OpenSSL suite names among
@@ -14,8 +19,8 @@
 //! `optional` checks one if sent; `tls-prefer-server-ciphers` picks the
 //! suite in the server's order; `tls-session-caching` keeps
 //! `tls-session-cache-size` sessions for resumption. A key protected by
-//! `tls-key-file-pass` is refused with a message (rustls reads only
-//! unencrypted keys).
+//! `tls-key-file-pass` (`tls-client-key-file-pass`) is decrypted with it:
+//! PKCS#8 with PBES2, as openssl writes encrypted keys.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +28,13 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::ServerName;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
-use rustls::{RootCertStore, ServerConfig, ServerConnection, SupportedCipherSuite};
+use rustls::{
+    ClientConfig, ClientConnection, ConnectionCommon, RootCertStore, ServerConfig,
+    ServerConnection, SupportedCipherSuite,
+};
 use tokio::net::TcpStream;
 
 use crate::config::Config;
@@ -126,20 +135,12 @@ pub fn changed(old: &Config, config: &Config) -> bool {
 /// names the file or value at fault.
 pub fn server_config(config: &Config) -> Result<Arc<ServerConfig>, String> {
     let value = |name: &str| config.value(name);
-    if !value("tls-key-file-pass").is_empty() {
-        return Err(
-            "tls-key-file-pass: keel reads only unencrypted private keys; decrypt the key \
-                    (openssl pkey -in KEY -out PLAIN) and remove tls-key-file-pass"
-                .into(),
-        );
-    }
     let (cert_file, key_file) = (value("tls-cert-file"), value("tls-key-file"));
     if cert_file.is_empty() || key_file.is_empty() {
         return Err("tls-port needs tls-cert-file and tls-key-file".into());
     }
     let certs = certificates(&cert_file)?;
-    let key = PrivateKeyDer::from_pem_file(&key_file)
-        .map_err(|e| format!("Failed to load private key {key_file}: {e}"))?;
+    let key = private_key(&key_file, &value("tls-key-file-pass"))?;
     let mut provider = rustls::crypto::ring::default_provider();
     provider.cipher_suites =
         cipher_suites(&provider, &value("tls-ciphersuites"), &value("tls-ciphers"))?;
@@ -177,6 +178,29 @@ pub fn server_config(config: &Config) -> Result<Arc<ServerConfig>, String> {
         }
     };
     Ok(Arc::new(server))
+}
+
+/// The private key in PEM file `path`; one encrypted with a password
+/// (PKCS#8, `BEGIN ENCRYPTED PRIVATE KEY`, as openssl writes it) is
+/// decrypted with `password`.
+fn private_key(path: &str, password: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let failed = |why: String| format!("Failed to load private key {path}: {why}");
+    let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+    if !text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        return PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| failed(e.to_string()));
+    }
+    if password.is_empty() {
+        return Err(failed("the key is encrypted: set tls-key-file-pass".into()));
+    }
+    let (_, document) = pkcs8::der::Document::from_pem(&text).map_err(|e| failed(e.to_string()))?;
+    let encrypted = pkcs8::EncryptedPrivateKeyInfo::try_from(document.as_bytes())
+        .map_err(|e| failed(e.to_string()))?;
+    let decrypted = encrypted.decrypt(password).map_err(|e| {
+        failed(format!(
+            "wrong password or an encryption keel cannot read ({e})"
+        ))
+    })?;
+    Ok(PrivateKeyDer::Pkcs8(decrypted.as_bytes().to_vec().into()))
 }
 
 fn certificates(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
@@ -293,24 +317,78 @@ pub async fn handshake(
     config: Arc<ServerConfig>,
 ) -> std::io::Result<ServerConnection> {
     let mut session = ServerConnection::new(config).map_err(std::io::Error::other)?;
+    complete_handshake(socket, &mut session).await?;
+    Ok(session)
+}
+
+/// rustls's client settings for a replica's link to its primary.
+pub fn client_config(config: &Config) -> Result<Arc<ClientConfig>, String> {
+    let value = |name: &str| config.value(name);
+    let roots = ca_roots(&value("tls-ca-cert-file"), &value("tls-ca-cert-dir"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&protocol_versions(&value("tls-protocols"))?)
+        .map_err(|e| format!("tls-protocols: {e}"))?
+        .with_root_certificates(roots);
+    let (cert, key, password) = match value("tls-client-cert-file").is_empty() {
+        true => (
+            value("tls-cert-file"),
+            value("tls-key-file"),
+            value("tls-key-file-pass"),
+        ),
+        false => (
+            value("tls-client-cert-file"),
+            value("tls-client-key-file"),
+            value("tls-client-key-file-pass"),
+        ),
+    };
+    let client = if cert.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let key = private_key(&key, &password)?;
+        builder
+            .with_client_auth_cert(certificates(&cert)?, key)
+            .map_err(|e| format!("the replica's certificate {cert}: {e}"))?
+    };
+    Ok(Arc::new(client))
+}
+
+/// Runs the client side of the handshake with `host` on `socket`.
+pub async fn connect(
+    socket: &TcpStream,
+    config: Arc<ClientConfig>,
+    host: &str,
+) -> std::io::Result<ClientConnection> {
+    let name = ServerName::try_from(host.to_string()).map_err(std::io::Error::other)?;
+    let mut session = ClientConnection::new(config, name).map_err(std::io::Error::other)?;
+    complete_handshake(socket, &mut session).await?;
+    Ok(session)
+}
+
+/// Exchanges handshake records over `socket` until `session` is through
+/// its handshake, or [`HANDSHAKE_TIMEOUT`] passes.
+async fn complete_handshake<D>(
+    socket: &TcpStream,
+    session: &mut ConnectionCommon<D>,
+) -> std::io::Result<()> {
     let exchange = async {
         while session.is_handshaking() {
-            crate::connection::send_tls(socket, &mut session).await?;
+            crate::connection::send_tls(socket, session).await?;
             if !session.is_handshaking() {
                 break;
             }
             socket.readable().await?;
-            match crate::connection::receive_tls(socket, &mut session) {
+            match crate::connection::receive_tls(socket, session) {
                 Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
         }
-        crate::connection::send_tls(socket, &mut session).await
+        crate::connection::send_tls(socket, session).await
     };
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange).await {
-        Ok(done) => done.map(|()| session),
+        Ok(done) => done,
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             "the handshake took too long",
@@ -348,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_files_and_encrypted_keys_are_named() {
+    fn missing_files_are_named() {
         let mut config = Config::default();
         config.accepted.insert("tls-port", "6380".into());
         assert!(server_config(&config)
@@ -363,9 +441,5 @@ mod tests {
         assert!(server_config(&config)
             .unwrap_err()
             .contains("/nonexistent/cert.pem"));
-        config.accepted.insert("tls-key-file-pass", "secret".into());
-        assert!(server_config(&config)
-            .unwrap_err()
-            .contains("tls-key-file-pass"));
     }
 }

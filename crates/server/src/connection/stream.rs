@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 
 use bytes::BytesMut;
-use rustls::ServerConnection;
+use rustls::{ConnectionCommon, ServerConnection};
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
@@ -162,9 +162,13 @@ fn plaintext_waits(session: &mut ServerConnection) -> bool {
     (session.process_new_packets()).is_ok_and(|state| state.plaintext_bytes_to_read() > 0)
 }
 
-/// Reads the socket's TLS records into `session` and decrypts them: the
-/// bytes read (0: the peer closed), or `WouldBlock` (readiness cleared).
-pub fn receive_tls(socket: &TcpStream, session: &mut ServerConnection) -> std::io::Result<usize> {
+/// Reads the socket's TLS records into `session` (a server's or, on a
+/// replica's link to its primary, a client's) and decrypts them: the bytes
+/// read (0: the peer closed), or `WouldBlock` (readiness cleared).
+pub fn receive_tls<D>(
+    socket: &TcpStream,
+    session: &mut ConnectionCommon<D>,
+) -> std::io::Result<usize> {
     let n = socket.try_io(Interest::READABLE, || {
         session.read_tls(&mut SocketIo(socket))
     })?;
@@ -177,7 +181,10 @@ pub fn receive_tls(socket: &TcpStream, session: &mut ServerConnection) -> std::i
 }
 
 /// Sends every TLS record `session` has to send, waiting for the socket.
-pub async fn send_tls(socket: &TcpStream, session: &mut ServerConnection) -> std::io::Result<()> {
+pub async fn send_tls<D>(
+    socket: &TcpStream,
+    session: &mut ConnectionCommon<D>,
+) -> std::io::Result<()> {
     while session.wants_write() {
         socket.writable().await?;
         match socket.try_io(Interest::WRITABLE, || {

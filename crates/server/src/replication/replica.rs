@@ -95,9 +95,11 @@ async fn follow(server: &Server, primary: &Primary) {
     }
 }
 
-/// The primary's side of the connection, read through a buffer.
+/// The primary's side of the connection, read through a buffer; a TLS
+/// session over the socket with `tls-replication yes`.
 struct Conn {
     socket: TcpStream,
+    tls: Option<Box<rustls::ClientConnection>>,
     buf: BytesMut,
 }
 
@@ -105,7 +107,11 @@ impl Conn {
     /// Reads more into the buffer; an error at end of stream.
     async fn fill(&mut self) -> Result<(), String> {
         self.buf.reserve(16 << 10);
-        match self.socket.read_buf(&mut self.buf).await {
+        let read = match self.tls.as_mut() {
+            None => self.socket.read_buf(&mut self.buf).await,
+            Some(session) => read_decrypted(&self.socket, session, &mut self.buf).await,
+        };
+        match read {
             Ok(0) => Err("the primary closed the connection".into()),
             Ok(_) => Ok(()),
             Err(e) => Err(format!("reading from the primary: {e}")),
@@ -134,16 +140,48 @@ impl Conn {
         for arg in args {
             out += &format!("${}\r\n{arg}\r\n", arg.len());
         }
-        self.socket
-            .write_all(out.as_bytes())
-            .await
-            .map_err(|e| format!("writing to the primary: {e}"))
+        let written = match self.tls.as_mut() {
+            None => self.socket.write_all(out.as_bytes()).await,
+            Some(session) => match session.writer().write_all(out.as_bytes()) {
+                Ok(()) => crate::connection::send_tls(&self.socket, session).await,
+                Err(e) => Err(e),
+            },
+        };
+        written.map_err(|e| format!("writing to the primary: {e}"))
     }
 
     /// Sends a handshake command and returns the reply line.
     async fn ask(&mut self, args: &[&str]) -> Result<String, String> {
         self.send(args).await?;
         self.line().await
+    }
+}
+
+/// Reads decrypted bytes from `session` over `socket` into the spare room
+/// of `buf`, waiting for the primary's records (0: it closed). Safe to
+/// cancel (the stream's reader races a timer): `buf` only changes between
+/// waits.
+async fn read_decrypted(
+    socket: &TcpStream,
+    session: &mut rustls::ClientConnection,
+    buf: &mut BytesMut,
+) -> std::io::Result<usize> {
+    use std::io::Read;
+    loop {
+        let start = buf.len();
+        buf.resize(buf.capacity(), 0);
+        let read = session.reader().read(&mut buf[start..]);
+        buf.truncate(start + *read.as_ref().unwrap_or(&0));
+        match read {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            read => return read,
+        }
+        socket.readable().await?;
+        match crate::connection::receive_tls(socket, session) {
+            Ok(0) => return Ok(0),
+            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => return Err(e),
+            _ => {}
+        }
     }
 }
 
@@ -160,8 +198,20 @@ async fn link(server: &Server, primary: &Primary) -> Result<(), String> {
         socket.peer_addr().map_err(|e| e.to_string())?,
         socket.local_addr().map_err(|e| e.to_string())?,
     );
+    let over_tls = server.config.read().value("tls-replication") == "yes";
+    let tls = match over_tls {
+        false => None,
+        true => {
+            let settings = crate::tls::client_config(&server.config.read())?;
+            let session = crate::tls::connect(&socket, settings, &primary.host)
+                .await
+                .map_err(|e| format!("TLS handshake with the primary: {e}"))?;
+            Some(Box::new(session))
+        }
+    };
     let mut conn = Conn {
         socket,
+        tls,
         buf: BytesMut::new(),
     };
     handshake(server, &mut conn).await?;
@@ -450,6 +500,7 @@ mod tests {
         });
         Conn {
             socket: TcpStream::connect(address).await.unwrap(),
+            tls: None,
             buf: BytesMut::new(),
         }
     }
