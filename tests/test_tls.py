@@ -281,3 +281,28 @@ def test_a_key_protected_by_tls_key_file_pass(tls_server, certs, run_to_exit):
                                "--tls-cert-file", str(certs / "server.crt"), "--tls-key-file", str(encrypted),
                                "--tls-key-file-pass", "wrong", "--tls-ca-cert-file", str(certs / "ca.crt"))
     assert code != 0
+
+
+def test_port_0_with_a_tls_port_serves_tls_only(server_kind, keel_bin, certs, tmp_path):
+    tls_port = free_port()
+    exe = str(keel_bin) if server_kind == "keel" else shutil.which("redis-server")
+    argv = [exe, "--port", "0", "--tls-port", str(tls_port), "--bind", "127.0.0.1",
+            "--tls-cert-file", str(certs / "server.crt"), "--tls-key-file", str(certs / "server.key"),
+            "--tls-ca-cert-file", str(certs / "ca.crt"), "--save", "", "--dir", str(tmp_path)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        def answers():
+            try:
+                return tls_call(tls_port, tls_context(certs), "PING", timeout=2) == b"+PONG\r\n"
+            except OSError:
+                return False
+
+        wait_for(answers, timeout=20, what="the TLS port")
+        with socket.create_connection(("127.0.0.1", tls_port), timeout=5) as raw:
+            with tls_context(certs).wrap_socket(raw, server_hostname="localhost") as conn:
+                conn.sendall(b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$4\r\nport\r\n")
+                assert conn.recv(1024) == b"*2\r\n$4\r\nport\r\n$1\r\n0\r\n"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
