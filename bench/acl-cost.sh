@@ -25,10 +25,6 @@ records=$out-records.txt
 : >"$records"
 kill_servers_at_exit
 
-cpu_ns() {
-  awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
-}
-
 common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction --save "")
 declare -A port pid
 port[redis]=$(free_port)

@@ -139,6 +139,11 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(len(values) * p / 100))] if values else 0
 '
 
+# CPU time of process $1 so far, all threads (exited ones included), in ns.
+cpu_ns() {
+  awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
+}
+
 # The PIDs of the servers a bench started; kill_servers_at_exit kills them
 # when it exits, however it exits.
 pids=()

@@ -41,10 +41,6 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev
 tls=(--tls-cert-file "$certs/server.crt" --tls-key-file "$certs/server.key" --tls-ca-cert-file "$certs/ca.crt")
 client=(--tls --cacert "$certs/ca.crt" --cert "$certs/client.crt" --key "$certs/client.key")
 
-cpu_ns() {
-  awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
-}
-
 common=(--bind 127.0.0.1 --maxmemory 1gb --maxmemory-policy noeviction --save "")
 declare -A port pid
 servers=(redis keel-t1 keel)
