@@ -306,3 +306,29 @@ def test_port_0_with_a_tls_port_serves_tls_only(server_kind, keel_bin, certs, tm
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_stalled_handshakes_count_towards_maxclients(tls_server, certs):
+    srv, port = tls_server(**{"maxclients": 10})
+    stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(10)]
+    for s in stalled:
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+
+    def refused_plain():
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as plain:
+            plain.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return plain.recv(100) == b"-ERR max number of clients reached\r\n"
+
+    wait_for(refused_plain, what="a client refused while ten handshakes fill maxclients")
+    for s in stalled:
+        s.close()
+
+    def served():
+        try:
+            with srv.conn() as c:
+                return c.call("PING") == PONG
+        except (OSError, ConnectionError):
+            return False
+
+    wait_for(served, what="clients served once the handshakes are gone")
+    assert tls_call(port, tls_context(certs), "PING") == b"+PONG\r\n"

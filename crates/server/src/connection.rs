@@ -224,8 +224,7 @@ pub async fn welcome(
     mut socket: Stream,
     addr: SocketAddr,
 ) -> Option<Handover> {
-    let maxclients = server.hot.maxclients.load(Ordering::Relaxed);
-    if server.clients.count() as u64 >= maxclients {
+    if over_maxclients(&server) {
         refuse_over_maxclients(&server, &mut socket, addr);
         return None;
     }
@@ -281,6 +280,13 @@ fn refused_by_protected_mode(server: &Server, addr: SocketAddr) -> bool {
     let config = server.config.read();
     let default_has_no_password = server.acl.users().default_user().nopass();
     config.protected_mode && default_has_no_password && !crate::config::is_local(addr)
+}
+
+/// Whether the connected clients and the TLS handshakes under way fill
+/// `maxclients`: one more connection is refused.
+pub fn over_maxclients(server: &Server) -> bool {
+    let maxclients = server.hot.maxclients.load(Ordering::Relaxed);
+    (server.clients.count() + server.tls.handshaking()) as u64 >= maxclients
 }
 
 /// Answers a connection past `maxclients` with Redis's error and closes

@@ -751,6 +751,14 @@ async fn accept_loop(
                             let Some(settings) = server.tls.current() else {
                                 return;
                             };
+                            if connection::over_maxclients(&server) {
+                                server.stats.count_rejected_connection();
+                                crate::verbose!(
+                                    "Refused TLS client addr={addr}: max number of clients reached"
+                                );
+                                return;
+                            }
+                            let _counted = server.tls.begin_handshake();
                             match crate::tls::handshake(&socket, settings).await {
                                 Ok(session) => connection::Stream::tls(socket, session),
                                 Err(e) => {

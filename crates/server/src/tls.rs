@@ -22,6 +22,7 @@
 //! `tls-key-file-pass` (`tls-client-key-file-pass`) is decrypted with it:
 //! PKCS#8 with PBES2, as openssl writes encrypted keys.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,6 +95,18 @@ pub struct Tls {
     current: RwLock<Option<Arc<ServerConfig>>>,
     /// The directives' values the settings were built from.
     built_from: RwLock<Vec<String>>,
+    /// Connections in their handshake: they hold a descriptor each, so they
+    /// count towards `maxclients` as connected clients do.
+    handshaking: AtomicUsize,
+}
+
+/// A handshake under way, counted until it ends.
+pub struct Handshaking<'a>(&'a AtomicUsize);
+
+impl Drop for Handshaking<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Tls {
@@ -107,6 +120,17 @@ impl Tls {
     /// The settings new connections get.
     pub fn current(&self) -> Option<Arc<ServerConfig>> {
         self.current.read().clone()
+    }
+
+    /// Counts a handshake until the guard goes.
+    pub fn begin_handshake(&self) -> Handshaking<'_> {
+        self.handshaking.fetch_add(1, Ordering::Relaxed);
+        Handshaking(&self.handshaking)
+    }
+
+    /// Handshakes under way.
+    pub fn handshaking(&self) -> usize {
+        self.handshaking.load(Ordering::Relaxed)
     }
 
     /// Rebuilds the settings if a TLS directive of `config` changed since
