@@ -110,11 +110,6 @@ impl Log {
     pub fn reset(&mut self) {
         self.entries.clear();
     }
-
-    /// Keeps at most `max_len` entries (`acllog-max-len` lowered).
-    pub fn trim(&mut self, max_len: usize) {
-        self.entries.truncate(max_len);
-    }
 }
 
 #[cfg(test)]
@@ -154,7 +149,5 @@ mod tests {
         }
         let objects: Vec<&[u8]> = log.entries().map(|e| &e.object[..]).collect();
         assert_eq!(objects, [&b"k4"[..], b"k3", b"k2"]);
-        log.trim(1);
-        assert_eq!(log.len(), 1);
     }
 }

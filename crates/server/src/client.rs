@@ -294,13 +294,13 @@ pub struct ClientHandle {
     /// publishers: its requests leave the socket before they run.
     unexecuted: Mutex<bytes::Bytes>,
     monitor: AtomicBool,
-    /// Bytes waiting in the query buffer.
     /// Whether this is a replica's link to its primary (CLIENT LIST's
     /// `M` flag, CLIENT KILL TYPE master).
     pub primary_link: std::sync::atomic::AtomicBool,
     /// Whether this is a replica fed by this server (CLIENT LIST's `S`
     /// flag, CLIENT KILL TYPE replica).
     pub replica: std::sync::atomic::AtomicBool,
+    /// Bytes waiting in the query buffer.
     pub query_buffer: AtomicUsize,
     /// Bytes waiting in the output buffer.
     pub output_buffer: AtomicUsize,
