@@ -45,7 +45,18 @@ fn workspace_root() -> PathBuf {
 }
 
 fn start(name: &'static str, program: &Path, extra: &[&str]) -> Server {
-    let port = free_port();
+    // A free port may be taken by another test between being found and
+    // being bound: a server that exits at once is started again on another.
+    for _ in 0..5 {
+        if let Some(server) = start_on(name, program, extra, free_port()) {
+            return server;
+        }
+    }
+    panic!("{name} did not start on any of five free ports");
+}
+
+/// The server listening on `port`, or `None` if it exited while starting.
+fn start_on(name: &'static str, program: &Path, extra: &[&str], port: u16) -> Option<Server> {
     let log = std::env::temp_dir().join(format!("keel-keyspace-test-{name}-{port}.log"));
     let log = std::fs::File::create(&log).expect("server log file");
     let mut args = vec![
@@ -61,14 +72,17 @@ fn start(name: &'static str, program: &Path, extra: &[&str]) -> Server {
         .stderr(log)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
-    let server = Server { child, port, name };
+    let mut server = Server { child, port, name };
     // Wait for the listener (start-up, not a performance bound).
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(mut c) = Conn::open(port) {
             if c.call(&["PING"]).is_ok() {
-                break;
+                return Some(server);
             }
+        }
+        if server.child.try_wait().ok().flatten().is_some() {
+            return None;
         }
         assert!(
             Instant::now() < deadline,
@@ -76,7 +90,6 @@ fn start(name: &'static str, program: &Path, extra: &[&str]) -> Server {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    server
 }
 
 fn keel() -> Server {
