@@ -73,7 +73,7 @@ use crate::clock::Now;
 use crate::server::{unix_ms, Server};
 use crate::stats::{Stats, Work};
 use crate::{cmd, verbose, warning};
-pub use stream::{receive_tls, send_tls, Stream};
+pub use stream::{read_plaintext, receive_tls, send_plaintext, send_tls, Stream};
 
 /// Read space a connection takes when it has data to read and tops up to:
 /// enough for typical requests, small enough for tens of thousands of

@@ -137,7 +137,7 @@ impl Tls {
     /// they were built; on an error the settings stay as they were.
     pub fn apply(&self, config: &Config) -> Result<(), String> {
         let values: Vec<String> = DIRECTIVES.iter().map(|d| config.value(d)).collect();
-        if *self.built_from.read() == values && self.current.read().is_some() {
+        if *self.built_from.read() == values {
             return Ok(());
         }
         let built = match config.value("tls-port").as_str() {
@@ -148,11 +148,6 @@ impl Tls {
         *self.built_from.write() = values;
         Ok(())
     }
-}
-
-/// Whether `config` changes a TLS directive from `old`.
-pub fn changed(old: &Config, config: &Config) -> bool {
-    DIRECTIVES.iter().any(|d| old.value(d) != config.value(d))
 }
 
 /// Builds rustls's server settings from the `tls-*` directives; the error

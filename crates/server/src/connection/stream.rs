@@ -87,14 +87,11 @@ impl Stream {
         let Some(session) = self.tls.as_mut() else {
             return read_plain(&self.socket, buf);
         };
-        let start = buf.len();
-        let room = buf.capacity() - start;
-        if room == 0 {
+        if buf.capacity() == buf.len() {
             return Ok(0);
         }
-        buf.resize(start + room, 0);
         let read = loop {
-            match session.reader().read(&mut buf[start..]) {
+            match read_plaintext(session, buf) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 read => break read,
             }
@@ -104,7 +101,6 @@ impl Stream {
                 Err(e) => break Err(e),
             }
         };
-        buf.truncate(start + *read.as_ref().unwrap_or(&0));
         self.plaintext_left = plaintext_waits(session);
         read
     }
@@ -122,21 +118,9 @@ impl Stream {
 
     /// Writes all of `data` (encrypted, on TLS).
     pub async fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
-        let Some(session) = self.tls.as_mut() else {
-            return self.socket.write_all(data).await;
-        };
-        let mut rest = data;
-        loop {
-            while !rest.is_empty() {
-                match session.writer().write(rest)? {
-                    0 => break,
-                    n => rest = &rest[n..],
-                }
-            }
-            send_tls(&self.socket, session).await?;
-            if rest.is_empty() {
-                return Ok(());
-            }
+        match self.tls.as_mut() {
+            None => self.socket.write_all(data).await,
+            Some(session) => send_plaintext(&self.socket, session, data).await,
         }
     }
 
@@ -178,6 +162,41 @@ pub fn receive_tls<D>(
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     }
     Ok(n)
+}
+
+/// Moves the decrypted bytes `session` holds into the spare room of `buf`:
+/// how many, or `WouldBlock` if it holds none (0: the peer closed).
+pub fn read_plaintext<D>(
+    session: &mut ConnectionCommon<D>,
+    buf: &mut BytesMut,
+) -> std::io::Result<usize> {
+    let start = buf.len();
+    buf.resize(buf.capacity(), 0);
+    let read = session.reader().read(&mut buf[start..]);
+    buf.truncate(start + *read.as_ref().unwrap_or(&0));
+    read
+}
+
+/// Encrypts all of `data` in `session` and sends it over `socket`, as
+/// much at a time as the session buffers.
+pub async fn send_plaintext<D>(
+    socket: &TcpStream,
+    session: &mut ConnectionCommon<D>,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let mut rest = data;
+    loop {
+        while !rest.is_empty() {
+            match session.writer().write(rest)? {
+                0 => break,
+                n => rest = &rest[n..],
+            }
+        }
+        send_tls(socket, session).await?;
+        if rest.is_empty() {
+            return Ok(());
+        }
+    }
 }
 
 /// Sends every TLS record `session` has to send, waiting for the socket.

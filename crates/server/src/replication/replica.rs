@@ -142,10 +142,9 @@ impl Conn {
         }
         let written = match self.tls.as_mut() {
             None => self.socket.write_all(out.as_bytes()).await,
-            Some(session) => match session.writer().write_all(out.as_bytes()) {
-                Ok(()) => crate::connection::send_tls(&self.socket, session).await,
-                Err(e) => Err(e),
-            },
+            Some(session) => {
+                crate::connection::send_plaintext(&self.socket, session, out.as_bytes()).await
+            }
         };
         written.map_err(|e| format!("writing to the primary: {e}"))
     }
@@ -166,13 +165,8 @@ async fn read_decrypted(
     session: &mut rustls::ClientConnection,
     buf: &mut BytesMut,
 ) -> std::io::Result<usize> {
-    use std::io::Read;
     loop {
-        let start = buf.len();
-        buf.resize(buf.capacity(), 0);
-        let read = session.reader().read(&mut buf[start..]);
-        buf.truncate(start + *read.as_ref().unwrap_or(&0));
-        match read {
+        match crate::connection::read_plaintext(session, buf) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             read => return read,
         }

@@ -178,19 +178,18 @@ fn set_pairs(server: &Server, pairs: &[Bytes], protected_allowed: bool) -> Resul
                 set_failed(name, &format!("{why}: {}", crate::config::strerror(&e)))
             })?;
     }
-    if crate::tls::changed(&config, &next) {
-        server.tls.apply(&next).map_err(|e| {
-            crate::warning!("Failed to update TLS configuration: {e}");
-            let name = (pairs.chunks(2))
-                .map(|pair| String::from_utf8_lossy(&pair[0]).to_ascii_lowercase())
-                .find(|name| crate::tls::DIRECTIVES.contains(&name.as_str()))
-                .unwrap_or_default();
-            set_failed(
-                &name,
-                "Unable to update TLS configuration. Check server logs.",
-            )
-        })?;
-    }
+    // A no-op unless a TLS directive changed (it compares them).
+    server.tls.apply(&next).map_err(|e| {
+        crate::warning!("Failed to update TLS configuration: {e}");
+        let name = (pairs.chunks(2))
+            .map(|pair| String::from_utf8_lossy(&pair[0]).to_ascii_lowercase())
+            .find(|name| crate::tls::DIRECTIVES.contains(&name.as_str()))
+            .unwrap_or_default();
+        set_failed(
+            &name,
+            "Unable to update TLS configuration. Check server logs.",
+        )
+    })?;
     if next.dir != config.dir {
         next.dir = crate::config::change_dir(&next.dir).map_err(|e| set_failed("dir", &e))?;
     }
