@@ -16,9 +16,11 @@ ALLOWED = {
     "keel-rdb": {"keel-resp"},
     "keel-script": {"keel-resp"},
     "keel-acl": {"keel-store"},
+    "keel-topology": set(),
+    "keel-cluster": {"keel-resp", "keel-topology"},
     "keel-bench": {"keel-resp"},
     "keel-keyspace": {"keel-resp"},
-    "keel-server": {"keel-resp", "keel-store", "keel-rdb", "keel-script", "keel-acl"},
+    "keel-server": {"keel-resp", "keel-store", "keel-rdb", "keel-script", "keel-acl", "keel-topology"},
 }
 
 

@@ -90,6 +90,8 @@ pub struct Client {
     /// This is the replication link's client, applying the primary's
     /// stream: its writes are not refused as a replica's clients' are.
     pub is_primary_link: bool,
+    /// Cluster mode: its copy of the view, ASKING and READONLY.
+    pub cluster: crate::cluster::Session,
 }
 
 /// What a replica (or `redis-cli --rdb`) told its primary with REPLCONF.
@@ -232,6 +234,7 @@ impl Client {
             reply_mode: ReplyMode::On,
             replica_handshake: ReplicaHandshake::default(),
             is_primary_link: false,
+            cluster: Default::default(),
         }
     }
 

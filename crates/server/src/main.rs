@@ -8,6 +8,7 @@ mod blocking;
 mod client;
 mod client_budget;
 mod clock;
+mod cluster;
 mod cmd;
 mod config;
 mod connection;

@@ -228,7 +228,6 @@ const LONG_MAX: i64 = i64::MAX;
 const MEM_MAX: u64 = i64::MAX as u64;
 
 const NO_TLS: &str = "keel has no cluster bus yet, so no TLS for it";
-const NO_CLUSTER: &str = "keel has no cluster mode yet";
 const NO_UNIXSOCKET: &str = "keel does not listen on a Unix socket yet: use bind and port";
 
 /// Every accepted directive, in the order of Redis 7.0's redis.conf.
@@ -448,12 +447,7 @@ pub static ACCEPTED: &[Directive] = &[
         Kind::Int(0, LONG_MAX),
         "5000"
     ),
-    accepted!(
-        "cluster-enabled",
-        IMMUTABLE,
-        Kind::Only("no", NO_CLUSTER),
-        "no"
-    ),
+    accepted!("cluster-enabled", IMMUTABLE, Kind::Bool, "no"),
     accepted!("cluster-config-file", IMMUTABLE, Kind::Text, "nodes.conf"),
     accepted!(
         "cluster-node-timeout",

@@ -109,6 +109,8 @@ pub struct Server {
     pub persistence: crate::persistence::Persistence,
     /// Replication: the primary this server follows, if any.
     pub replication: crate::replication::Replication,
+    /// Cluster mode's view of the cluster; `None` unless `cluster-enabled`.
+    pub cluster: Option<crate::cluster::Cluster>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -173,10 +175,17 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("digit below 16"))
             .collect();
+        let cluster = crate::cluster::Cluster::open(&config, port)?;
+        // A cluster node tells how many keys each slot holds, and lists
+        // them, without a scan (COUNTKEYSINSLOT, GETKEYSINSLOT).
+        let slot_counter = cluster.as_ref().map(|_| keel_store::SlotCounter {
+            slot_of: keel_topology::key_slot,
+            slots: keel_topology::SLOTS,
+        });
         let client_budget = Arc::new(crate::client_budget::ClientBudget::default());
         let pubsub = Arc::new(crate::pubsub::PubSub::new(client_budget.clone()));
         let server = Server {
-            store: Store::new(config.databases),
+            store: Store::counting_slots(config.databases, slot_counter),
             stats: Stats::new(commands.specs().len()),
             config: RwLock::new(config),
             clients: Clients::default(),
@@ -199,6 +208,7 @@ impl Server {
             scripting: crate::scripting::Scripting::new(databases, lua_maxmemory),
             persistence: crate::persistence::Persistence::new(now / 1000),
             replication: crate::replication::Replication::new(crate::replication::new_replid()),
+            cluster,
             shutdown: watch::channel(false).0,
         };
         let pubsub = server.pubsub.clone();
@@ -298,6 +308,13 @@ impl Server {
             hot.store(value, Ordering::Relaxed);
         }
         self.acl.apply_requirepass(&config.requirepass);
+        if let Some(cluster) = &self.cluster {
+            let yes = |name: &str| config.value(name) == "yes";
+            (cluster.require_full_coverage)
+                .store(yes("cluster-require-full-coverage"), Ordering::Relaxed);
+            (cluster.allow_reads_when_down)
+                .store(yes("cluster-allow-reads-when-down"), Ordering::Relaxed);
+        }
         self.pubsub
             .notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
@@ -605,6 +622,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     if primary.is_some() {
         crate::replication::follow(&server, primary);
     }
+    crate::cluster::follow_view(&server);
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;

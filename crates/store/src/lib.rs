@@ -54,6 +54,6 @@ pub use keyspace::{
     WriteAcross, WriteHook, WriteShard, SHARDS_PER_DB,
 };
 pub use pattern::glob_match;
-pub use shard::{EntryMut, Shard, WatchFlag};
+pub use shard::{EntryMut, Shard, SlotCounter, WatchFlag};
 pub use types::{EncodingConfig, End, Hash, Limits, List, NodeLimits, Set, Stream, StreamId, ZSet};
 pub use value::{parse_canonical_i64, Str, StrRef, Value, ValueRef, SHARED_INTEGERS};

@@ -162,10 +162,34 @@ pub struct Shard {
     /// whether its command changed anything. Reclaiming expired keys and
     /// evicting do not count; they are reported as key events.
     changes: u64,
+    /// Keys per hash slot, when the store counts them (see [`SlotCounter`]).
+    slot_keys: Option<SlotKeys>,
+}
+
+/// How a store counts keys per hash slot (cluster mode, where a node must
+/// tell how many keys a slot holds and list them without a full scan): the
+/// server gives the function that maps a key to its slot.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotCounter {
+    pub slot_of: fn(&[u8]) -> u16,
+    pub slots: usize,
+}
+
+/// A shard's keys per slot: 4 bytes a slot, whatever the key count.
+#[derive(Debug)]
+struct SlotKeys {
+    counter: SlotCounter,
+    counts: Box<[u32]>,
 }
 
 impl Shard {
+    #[cfg(test)]
     pub(crate) fn new(hasher: RandomState) -> Shard {
+        Shard::counting_slots(hasher, None)
+    }
+
+    /// An empty shard that counts its keys per slot if `counter` is given.
+    pub(crate) fn counting_slots(hasher: RandomState, counter: Option<SlotCounter>) -> Shard {
         Shard {
             hasher,
             index: SlotIndex::default(),
@@ -183,6 +207,55 @@ impl Shard {
             s3fifo: None,
             snapshot: None,
             changes: 0,
+            slot_keys: counter.map(|counter| SlotKeys {
+                counter,
+                counts: vec![0; counter.slots].into_boxed_slice(),
+            }),
+        }
+    }
+
+    /// Keys held in hash slot `slot`, expired ones not yet reclaimed
+    /// included (0 when the shard does not count slots).
+    pub fn keys_in_slot(&self, slot: u16) -> usize {
+        self.slot_keys
+            .as_ref()
+            .and_then(|keys| keys.counts.get(slot as usize))
+            .map_or(0, |&n| n as usize)
+    }
+
+    /// Up to `max` live keys of hash slot `slot`, skipping the walk when
+    /// the shard holds none.
+    pub fn keys_of_slot(&self, slot: u16, max: usize, now_ms: u64) -> Vec<&[u8]> {
+        let Some(keys) = &self.slot_keys else {
+            return Vec::new();
+        };
+        if self.keys_in_slot(slot) == 0 {
+            return Vec::new();
+        }
+        let slot_of = keys.counter.slot_of;
+        self.iter(now_ms)
+            .map(Entry::key)
+            .filter(|key| slot_of(key) == slot)
+            .take(max)
+            .collect()
+    }
+
+    /// The hash slot of `key`, when the shard counts slots.
+    fn hash_slot_of(&self, key: &[u8]) -> Option<u16> {
+        self.slot_keys
+            .as_ref()
+            .map(|keys| (keys.counter.slot_of)(key))
+    }
+
+    /// Counts a key in or out of hash slot `hash_slot`.
+    fn count_in_slot(&mut self, hash_slot: u16, added: bool) {
+        if let Some(keys) = &mut self.slot_keys {
+            let count = &mut keys.counts[hash_slot as usize];
+            if added {
+                *count += 1;
+            } else {
+                *count -= 1;
+            }
         }
     }
 
@@ -610,6 +683,7 @@ impl Shard {
             }
             return Some(old);
         }
+        let hash_slot = self.hash_slot_of(entry.key());
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => self.grow(),
@@ -633,6 +707,9 @@ impl Shard {
             s3fifo.admit(chunks, slot, hash, index.len());
         }
         self.account(slot);
+        if let Some(hash_slot) = hash_slot {
+            self.count_in_slot(hash_slot, true);
+        }
         None
     }
 
@@ -693,6 +770,9 @@ impl Shard {
         let (k, i) = locate(slot as usize);
         let entry = self.chunks[k][i].take().expect("indexed slot is occupied");
         self.live_per_chunk[k] -= 1;
+        if let Some(hash_slot) = self.hash_slot_of(entry.key()) {
+            self.count_in_slot(hash_slot, false);
+        }
         if let Some(s3fifo) = &mut self.s3fifo {
             s3fifo.forget(&entry);
         }
@@ -988,6 +1068,28 @@ mod tests {
         for (slot, want) in expected.into_iter().enumerate() {
             assert_eq!(locate(slot), want, "slot {slot}");
         }
+    }
+
+    #[test]
+    fn slot_counts_follow_inserts_and_removals() {
+        let counter = SlotCounter {
+            slot_of: |key| key[0] as u16 % 4,
+            slots: 4,
+        };
+        let mut shard = Shard::counting_slots(RandomState::default(), Some(counter));
+        for key in ["a1", "a2", "b1", "e1"] {
+            shard.insert(entry(key, "v", None), 0);
+        }
+        // 'a' (97) and 'e' (101) are slot 1, 'b' (98) slot 2.
+        shard.insert(entry("a1", "overwritten", None), 0);
+        assert_eq!((shard.keys_in_slot(1), shard.keys_in_slot(2)), (3, 1));
+        shard.remove(b"a1", 0);
+        assert_eq!(shard.keys_in_slot(1), 2);
+        let mut keys = shard.keys_of_slot(1, 10, 0);
+        keys.sort();
+        assert_eq!(keys, vec![&b"a2"[..], b"e1"]);
+        assert_eq!(shard.keys_of_slot(1, 1, 0).len(), 1);
+        assert!(shard.keys_of_slot(3, 10, 0).is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::server::Server;
 
 pub mod acl;
 pub mod bitmap;
+pub mod cluster;
 pub mod collection;
 pub mod command_meta;
 pub mod connection;

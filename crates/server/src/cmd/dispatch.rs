@@ -15,6 +15,7 @@ use super::context::{bytes_a_write_may_add, errors, wrong_arity, Ctx, Error, Spe
 use super::registry::{Flags, Table};
 use crate::client::{AfterReply, Client, ClientHandle};
 use crate::clock::Now;
+use crate::cluster::route::{self, Redirect, Request};
 use crate::eviction::Room;
 use crate::replication::journal;
 use crate::server::{unix_ms, Server};
@@ -190,6 +191,11 @@ pub fn execute(
         error_counted_elsewhere: false,
     };
     dispatch(&mut ctx, args, reply_start);
+    let cluster = &mut ctx.client.cluster;
+    if cluster.asking && ctx.client.tx.queued.is_none() && !args[0].eq_ignore_ascii_case(b"asking")
+    {
+        cluster.asking = false;
+    }
     // CLIENT REPLY OFF or SKIP: the reply is dropped, errors included, as
     // Redis drops every reply but pushes to such a client.
     let mode = ctx.client.reply_mode;
@@ -269,6 +275,19 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         acl::Caller::of(ctx).record_denial(denial, id, args, acl::context_of(ctx));
         return reject(ctx, Some(id), acl::denial_error(denial, spec));
     }
+    if let Some(redirect) = routed_elsewhere(ctx, spec, args) {
+        // EXEC's transaction is dropped; a command being queued marks it
+        // failed: Redis's order, and its plain error (no EXECABORT).
+        if spec.name == "exec" {
+            transaction::discard(server, ctx.client, now_ms);
+            ctx.w().error(&redirect.error());
+            ctx.server
+                .stats
+                .record_rejection(Some(id), &redirect.error());
+            return;
+        }
+        return reject(ctx, Some(id), redirect.error().into());
+    }
     let subscribed = ctx.client.subscriptions.any();
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {
         let top = spec.name.split('|').next().unwrap_or(spec.name);
@@ -340,6 +359,33 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
         let ready = std::mem::take(&mut ctx.client.ready);
         server.blocking.serve(server, ready);
     }
+}
+
+/// Cluster mode: where the request goes if not here (see
+/// `crate::cluster::route`). The primary's link is always served, as are
+/// commands naming no key.
+fn routed_elsewhere(ctx: &mut Ctx, spec: &'static Spec, args: &[Bytes]) -> Option<Redirect> {
+    let cluster = ctx.server.cluster.as_ref()?;
+    if ctx.client.is_primary_link || !route::names_keys(spec) {
+        return None;
+    }
+    let table = &ctx.server.commands;
+    let commands: Vec<(&'static Spec, &[Bytes])> = match &ctx.client.tx.queued {
+        Some(queued) if spec.name == "exec" => (queued.iter())
+            .filter_map(|q| resolve(table, q).ok().map(|id| (table.specs[id], &q[..])))
+            .collect(),
+        _ if spec.name == "exec" => return None,
+        _ => vec![(spec, args)],
+    };
+    let request = Request {
+        writes: commands.iter().any(|(spec, _)| spec.has_flag("write")),
+        commands,
+        is_migrate: spec.name == "migrate",
+        asking_flag: spec.has_flag("asking"),
+    };
+    let view = cluster.view_for(&mut ctx.client.cluster).clone();
+    let session = &ctx.client.cluster;
+    route::route(ctx.server, cluster, &view, session, &request, ctx.now_ms).err()
 }
 
 /// `replica-read-only`.

@@ -4,7 +4,7 @@
 //! (`hyperloglog.c`), `sort/` (`sort.c`), `scripting/` (`eval.c`, `functions.c`),
 //! `stream/` (`t_stream.c`), `generic/` (`db.c`, `expire.c`), `server/`,
 //! `connection/`, `pubsub/`, `transactions/` (`multi.c`), `replication/`
-//! (`replication.c`). Each command is
+//! (`replication.c`), `cluster/` (`cluster.c`). Each command is
 //! one file (or one per small group of twins): a
 //! [`Spec`](context::Spec) that says what the command is (name, arity,
 //! flags, key positions, docs — what COMMAND INFO/DOCS report and what
@@ -30,6 +30,7 @@ pub mod dispatch;
 pub mod registry;
 
 mod bitmap;
+mod cluster;
 mod connection;
 mod generic;
 mod geo;

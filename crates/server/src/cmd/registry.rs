@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::context::{key_flags, Spec};
 use super::{
-    bitmap, connection, generic, geo, hash, hll, list, pubsub, replication, scripting, server, set,
-    sort, stream, string, transactions, zset,
+    bitmap, cluster, connection, generic, geo, hash, hll, list, pubsub, replication, scripting,
+    server, set, sort, stream, string, transactions, zset,
 };
 
 /// The top-level commands keel serves.
@@ -30,6 +30,10 @@ static COMMANDS: &[&Spec] = &[
     &zset::zmpop::BZMPOP,
     &zset::zmpop::ZMPOP,
     &connection::client::SPEC,
+    &cluster::SPEC,
+    &cluster::asking::ASKING,
+    &cluster::asking::READONLY,
+    &cluster::asking::READWRITE,
     &server::command::SPEC,
     &server::config::SPEC,
     &server::dbsize::SPEC,

@@ -251,13 +251,37 @@ impl<'a> Db<'a> {
         guards
             .iter_mut()
             .map(|g| {
-                let mut old = std::mem::replace(&mut **g.guard, Shard::new(self.store.hasher));
+                let mut old = std::mem::replace(&mut **g.guard, self.store.empty_shard(self.index));
                 g.guard.adopt_watchers(&old);
                 g.guard.adopt_snapshot(&mut old);
                 g.guard.continue_changes_of(&old);
                 old
             })
             .collect()
+    }
+
+    /// Keys held in hash slot `slot` (CLUSTER COUNTKEYSINSLOT), expired ones
+    /// not yet reclaimed included, as Redis counts them; 0 unless the store
+    /// counts slots.
+    pub fn keys_in_slot(&self, slot: u16) -> usize {
+        (0..SHARDS_PER_DB)
+            .map(|shard_no| read_lock(self.store, self.index, shard_no).keys_in_slot(slot))
+            .sum()
+    }
+
+    /// Up to `max` live keys of hash slot `slot` (CLUSTER GETKEYSINSLOT):
+    /// only shards holding some are walked.
+    pub fn keys_of_slot(&self, slot: u16, max: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for shard_no in 0..SHARDS_PER_DB {
+            if out.len() >= max {
+                break;
+            }
+            let shard = read_lock(self.store, self.index, shard_no);
+            let keys = shard.keys_of_slot(slot, max - out.len(), self.now_ms);
+            out.extend(keys.into_iter().map(<[u8]>::to_vec));
+        }
+        out
     }
 
     /// Every live key matching `pattern` (KEYS).

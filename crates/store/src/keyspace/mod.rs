@@ -28,7 +28,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::access::{AccessConfig, Clock};
 use crate::expiry::LagWindow;
-use crate::shard::Shard;
+use crate::shard::{Shard, SlotCounter};
 
 mod counts;
 mod db;
@@ -117,6 +117,8 @@ pub struct Store {
     /// someone listens, so an insert pays one relaxed load.
     report_new_keys: AtomicBool,
     started: std::time::Instant,
+    /// How database 0 counts keys per hash slot, if it does.
+    slot_counter: Option<SlotCounter>,
     /// Policy and LFU settings that per-key access tracking follows.
     pub access: AccessConfig,
     /// Thresholds at which collections leave their compact encoding.
@@ -126,11 +128,22 @@ pub struct Store {
 impl Store {
     /// A store with `databases` empty databases.
     pub fn new(databases: usize) -> Store {
+        Store::counting_slots(databases, None)
+    }
+
+    /// A store whose database 0 counts its keys per hash slot with
+    /// `slot_counter` (cluster mode, which serves database 0 only).
+    pub fn counting_slots(databases: usize, slot_counter: Option<SlotCounter>) -> Store {
         let hasher = RandomState::default();
         let dbs = (0..databases)
-            .map(|_| {
+            .map(|db| {
                 (0..SHARDS_PER_DB)
-                    .map(|_| RwLock::new(Shard::new(hasher)))
+                    .map(|_| {
+                        RwLock::new(Shard::counting_slots(
+                            hasher,
+                            slot_counter.filter(|_| db == 0),
+                        ))
+                    })
                     .collect()
             })
             .collect();
@@ -151,6 +164,7 @@ impl Store {
             key_events: KeyEvents::default(),
             report_new_keys: AtomicBool::new(false),
             started: std::time::Instant::now(),
+            slot_counter,
             access: AccessConfig::default(),
             encodings: crate::types::EncodingConfig::default(),
         }
@@ -279,6 +293,11 @@ impl Store {
             Some(hook) => hook(entry),
             None => locking::drop_unlocked(entry),
         }
+    }
+
+    /// An empty shard for database `db`, counting slots as its others do.
+    fn empty_shard(&self, db: usize) -> Shard {
+        Shard::counting_slots(self.hasher, self.slot_counter.filter(|_| db == 0))
     }
 
     /// The shard of every database that holds `key`.

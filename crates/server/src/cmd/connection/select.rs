@@ -18,6 +18,9 @@ pub const SPEC: Spec = Spec {
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let index = parse_i64(&args[1])?;
+    if ctx.server.cluster.is_some() && index != 0 {
+        return Err("ERR SELECT is not allowed in cluster mode".into());
+    }
     if index < 0 || index as usize >= ctx.server.store.databases() {
         return Err("ERR DB index is out of range".into());
     }

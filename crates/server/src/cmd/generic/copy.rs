@@ -70,6 +70,9 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         }
         j += 1;
     }
+    if ctx.server.cluster.is_some() && (target_db != 0 || ctx.client.db != 0) {
+        return Err("ERR Copying to another database is not allowed in cluster mode".into());
+    }
     if target_db == ctx.client.db && source == destination {
         return Err("ERR source and destination objects are the same".into());
     }

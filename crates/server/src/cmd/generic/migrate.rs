@@ -4,8 +4,8 @@
 //! RESTORE (with its remaining TTL) on a connection of its own, and
 //! deleted here once the target said OK, unless COPY.
 //!
-//! Redis sends RESTORE-ASKING only in cluster mode; keel is never in
-//! cluster mode, so it sends RESTORE, after AUTH and SELECT. Redis keeps
+//! It sends RESTORE after AUTH and SELECT, or RESTORE-ASKING in cluster
+//! mode, as Redis does (a target importing the slot serves it). Redis keeps
 //! a connection per target for 10 seconds and retries once on a stale
 //! one; keel opens a new one each time (INFO's `migrate_cached_sockets`
 //! stays 0), so it has nothing stale to retry.
@@ -144,7 +144,8 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Err(writing_error()),
         Err(_) => return Err("IOERR error or timeout connecting to the client".into()),
     };
-    let request = request(&options, db_index, &outgoing);
+    let cluster_mode = ctx.server.cluster.is_some();
+    let request = request(&options, db_index, &outgoing, cluster_mode);
     if link.send(&request).is_err() {
         return Err(writing_error());
     }
@@ -229,8 +230,14 @@ fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Vec<Outgoing<'a>> {
 }
 
 /// The commands sent to the target, as one buffer: AUTH if asked, SELECT,
-/// and a RESTORE per key.
-fn request(options: &Options, db_index: i64, outgoing: &[Outgoing]) -> Vec<u8> {
+/// and a RESTORE per key (RESTORE-ASKING from a cluster node, so that a
+/// target importing the slot takes it).
+fn request(options: &Options, db_index: i64, outgoing: &[Outgoing], cluster_mode: bool) -> Vec<u8> {
+    let restore_command: &[u8] = if cluster_mode {
+        b"RESTORE-ASKING"
+    } else {
+        b"RESTORE"
+    };
     let mut out = Vec::new();
     if !options.auth.is_empty() {
         let mut auth: Vec<&[u8]> = vec![b"AUTH"];
@@ -240,7 +247,8 @@ fn request(options: &Options, db_index: i64, outgoing: &[Outgoing]) -> Vec<u8> {
     write_command(&mut out, &[b"SELECT", db_index.to_string().as_bytes()]);
     for item in outgoing {
         let ttl = item.ttl_ms.to_string();
-        let mut restore: Vec<&[u8]> = vec![b"RESTORE", item.key, ttl.as_bytes(), &item.payload];
+        let mut restore: Vec<&[u8]> =
+            vec![restore_command, item.key, ttl.as_bytes(), &item.payload];
         if options.replace {
             restore.push(b"REPLACE");
         }

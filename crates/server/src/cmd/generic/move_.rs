@@ -23,6 +23,9 @@ pub const SPEC: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    if ctx.server.cluster.is_some() {
+        return Err("ERR MOVE is not allowed in cluster mode".into());
+    }
     let key = &args[1];
     let index = parse_i64(&args[2])?;
     if i32::try_from(index).is_err() {

@@ -35,6 +35,10 @@ fn index(arg: &[u8], invalid: &'static str) -> Result<i32, Error> {
 }
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    // A cluster node has database 0 only.
+    if ctx.server.cluster.is_some() {
+        return Err("ERR SWAPDB is not allowed in cluster mode".into());
+    }
     let first = index(&args[1], "ERR invalid first DB index")?;
     let second = index(&args[2], "ERR invalid second DB index")?;
     let databases = ctx.server.store.databases();

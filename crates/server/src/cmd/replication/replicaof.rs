@@ -30,6 +30,10 @@ pub const SLAVEOF: Spec = Spec {
 };
 
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
+    // A cluster node's primary comes from the topology (CLUSTER REPLICATE).
+    if ctx.server.cluster.is_some() {
+        return Err("ERR REPLICAOF not allowed in cluster mode.".into());
+    }
     let (host, port) = (&args[1], &args[2]);
     if is(host, "no") && is(port, "one") {
         if follow(ctx.server, None) {

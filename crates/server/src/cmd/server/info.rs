@@ -464,7 +464,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 put(&format!("errorstat_{code}"), format!("count={count}"));
             }
         }
-        "cluster" => put("cluster_enabled", "0".into()),
+        "cluster" => put(
+            "cluster_enabled",
+            u8::from(server.cluster.is_some()).to_string(),
+        ),
         "keyspace" => {
             for index in 0..server.store.databases() {
                 let s = server.store.db(index, now_ms).stats();

@@ -1,0 +1,193 @@
+//! Which node serves a request, as Redis's `getNodeByQuery` decides it.
+//!
+//! Every key a request names (for EXEC, every key of every queued command)
+//! must hash to one slot, or the request gets `-CROSSSLOT`. A request
+//! naming no key runs here. Otherwise:
+//!
+//! - a slot no node serves, or any key while the cluster is down, gets
+//!   `-CLUSTERDOWN` (reads are let through with
+//!   `cluster-allow-reads-when-down`);
+//! - a slot this node is migrating is served here while every key the
+//!   request names is still here; if none is, the client is sent to the
+//!   target with `-ASK`; if only some are, it gets `-TRYAGAIN`, since the
+//!   request could be served by neither node alone;
+//! - a slot this node is importing is served only after ASKING (or to
+//!   RESTORE-ASKING), and `-TRYAGAIN` if a multi-key request finds only
+//!   some of its keys;
+//! - a replica serves reads of its primary's slots to READONLY clients;
+//! - any other slot served elsewhere gets `-MOVED` to its owner.
+//!
+//! Shard channels (SPUBLISH, SSUBSCRIBE) hash to slots as keys do, but are
+//! never looked up: a shard channel stays with the slot's owner until the
+//! slot has moved.
+
+use bytes::Bytes;
+
+use super::{Cluster, Session, View};
+use crate::cmd::context::{keys_of, Spec};
+use crate::server::Server;
+
+/// Why a request is not served here, as the error Redis gives.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Redirect {
+    Moved { slot: u16, address: String },
+    Ask { slot: u16, address: String },
+    CrossSlot,
+    TryAgain,
+    Down,
+    DownReadOnly,
+    Unbound,
+}
+
+impl Redirect {
+    /// Redis's error text, without the `-`.
+    pub fn error(&self) -> String {
+        match self {
+            Redirect::Moved { slot, address } => format!("MOVED {slot} {address}"),
+            Redirect::Ask { slot, address } => format!("ASK {slot} {address}"),
+            Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
+            Redirect::TryAgain => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
+            Redirect::Down => "CLUSTERDOWN The cluster is down".into(),
+            Redirect::DownReadOnly => {
+                "CLUSTERDOWN The cluster is down and only accepts read commands".into()
+            }
+            Redirect::Unbound => "CLUSTERDOWN Hash slot not served".into(),
+        }
+    }
+}
+
+/// Whether a command names keys or shard channels the cluster must route:
+/// the check is skipped for every other command, EXEC aside.
+pub fn names_keys(spec: &Spec) -> bool {
+    spec.keys != (0, 0, 0) || spec.has_flag("movablekeys") || spec.name == "exec"
+}
+
+/// The slot-hashed names `args` gives command `spec`: its keys, or its
+/// shard channels; and whether they are shard channels.
+fn hashed_names<'a>(spec: &Spec, args: &'a [Bytes]) -> (Vec<&'a Bytes>, bool) {
+    match spec.name {
+        "spublish" => (args.get(1).into_iter().collect(), true),
+        "ssubscribe" | "sunsubscribe" => (args[1..].iter().collect(), true),
+        _ => (keys_of(spec, args).unwrap_or_default(), false),
+    }
+}
+
+/// What a request is, for routing: its commands (one, or EXEC's queue).
+pub struct Request<'a> {
+    pub commands: Vec<(&'static Spec, &'a [Bytes])>,
+    /// One of them writes.
+    pub writes: bool,
+    /// The command routed is MIGRATE.
+    pub is_migrate: bool,
+    /// The command routed has Redis's `asking` flag (RESTORE-ASKING).
+    pub asking_flag: bool,
+}
+
+/// Where `request` is served, for a client whose session is `session`:
+/// `Ok` here, or the redirection.
+pub fn route(
+    server: &Server,
+    cluster: &Cluster,
+    view: &View,
+    session: &Session,
+    request: &Request,
+    now_ms: u64,
+) -> Result<(), Redirect> {
+    let mut first: Option<(&Bytes, u16)> = None;
+    let (mut multiple_keys, mut shard_channels) = (false, false);
+    let (mut missing, mut existing) = (0usize, 0usize);
+    let me = view.me();
+    let mut moving = Moving::No;
+    for &(spec, args) in &request.commands {
+        let (names, channels) = hashed_names(spec, args);
+        shard_channels |= channels;
+        for name in names {
+            let slot = keel_topology::key_slot(name);
+            match first {
+                None => {
+                    first = Some((name, slot));
+                    let Some(owner) = view.owner(slot) else {
+                        return Err(Redirect::Unbound);
+                    };
+                    moving = if owner.id == me.id && me.migrating.contains_key(&slot) {
+                        Moving::Out
+                    } else if owner.id != me.id && me.importing.contains_key(&slot) {
+                        Moving::In
+                    } else {
+                        Moving::No
+                    };
+                }
+                Some((first_name, first_slot)) => {
+                    if slot != first_slot {
+                        return Err(Redirect::CrossSlot);
+                    }
+                    multiple_keys |= name != first_name;
+                }
+            }
+            if moving != Moving::No && !channels {
+                let db = server.store.db(0, now_ms).without_touch();
+                if db.read(name).get(name).is_some() {
+                    existing += 1;
+                } else {
+                    missing += 1;
+                }
+            }
+        }
+    }
+    let Some((_, slot)) = first else {
+        return Ok(());
+    };
+    if !cluster.is_ok(view) {
+        let reads_allowed = cluster
+            .allow_reads_when_down
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if !reads_allowed {
+            return Err(Redirect::Down);
+        }
+        if request.writes {
+            return Err(Redirect::DownReadOnly);
+        }
+    }
+    if moving != Moving::No && request.is_migrate {
+        return Ok(());
+    }
+    let address_of = |id: &str| view.topology.node(id).map(|n| n.address());
+    if moving == Moving::Out && missing > 0 {
+        if existing > 0 {
+            return Err(Redirect::TryAgain);
+        }
+        let target = &me.migrating[&slot];
+        return match address_of(target) {
+            Some(address) => Err(Redirect::Ask { slot, address }),
+            None => Err(Redirect::Unbound),
+        };
+    }
+    if moving == Moving::In && (session.asking || request.asking_flag) {
+        if multiple_keys && missing > 0 {
+            return Err(Redirect::TryAgain);
+        }
+        return Ok(());
+    }
+    let owner = view.owner(slot).expect("checked above");
+    if owner.id == me.id {
+        return Ok(());
+    }
+    let reads_its_primary = me.primary_id() == Some(owner.id.as_str());
+    if (session.readonly || shard_channels) && !request.writes && reads_its_primary {
+        return Ok(());
+    }
+    Err(Redirect::Moved {
+        slot,
+        address: owner.address(),
+    })
+}
+
+/// Whether the request's slot is moving, seen from this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moving {
+    No,
+    /// This node serves it and is migrating it.
+    Out,
+    /// Another node serves it and this one is importing it.
+    In,
+}
