@@ -268,7 +268,6 @@ def test_save_with_no_value_on_the_command_line_is_empty(start_server):
 @pytest.mark.parametrize("line,needle", [
     ("rename-command CONFIG \"\"", "rename-command"),
     ("unixsocket /tmp/keel.sock", "Unix socket"),
-    ("cluster-enabled yes", "cluster"),
     ("tls-port 6380", "TLS"),
     ("loadmodule /x.so", "modules"),
 ])

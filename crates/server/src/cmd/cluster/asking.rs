@@ -25,7 +25,7 @@ pub const ASKING: Spec = Spec {
 pub const READONLY: Spec = Spec {
     name: "readonly",
     arity: 1,
-    flags: &["fast", "loading", "stale"],
+    flags: &["loading", "stale", "fast"],
     acl: &["@fast", "@connection"],
     group: "cluster",
     summary: "Enables read queries for a connection to a cluster replica node",

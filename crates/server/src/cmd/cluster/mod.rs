@@ -67,7 +67,7 @@ const READ: Spec = Spec {
 
 /// What the subcommands that change the view share.
 const ADMIN: Spec = Spec {
-    flags: &["admin", "no_async_loading", "stale"],
+    flags: &["admin", "stale", "no_async_loading"],
     acl: &["@admin", "@slow", "@dangerous"],
     group: "cluster",
     since: "3.0.0",

@@ -1,0 +1,1025 @@
+"""Cluster mode (`cluster-enabled yes`, issue 22): three primaries of the chosen kind form one
+cluster and are driven as Redis Cluster clients and tools drive them.
+
+The redis-server cluster is formed as operators form one, with `redis-cli --cluster create`
+(nodes meet over the cluster bus); the keel one with `keel-cluster create`, which pushes the
+topology to every node (keel has no cluster bus). Everything else is the same test against
+both: redis-py's `RedisCluster` (routing by slot, multi-key commands over a hash tag, pipelines
+across nodes, pub/sub and sharded pub/sub), the redirections with their exact texts (MOVED,
+ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN), `redis-cli -c` and `redis-cli --cluster check`, the
+shapes of CLUSTER INFO, NODES, SLOTS and SHARDS, a slot moved by hand with Redis's own protocol
+(SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE), the admin commands' errors, uncovered
+slots, and a node restarted from its `nodes.conf`. The tests marked keel_differs cover what
+only keel has: CLUSTER SETTOPOLOGY (a whole topology with an epoch; older ones are refused),
+CLUSTER MEET refused, and `keel-cluster check`.
+
+The shared cluster lives for the whole module; each test finds which node owns what from
+CLUSTER SLOTS rather than assuming a layout, since one test moves a slot and another restarts a
+node. Every node gets its own free `cluster-port` (the bus port, port+10000 by default, may not
+be free or even valid).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+import pytest
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
+
+from support import (IO_TIMEOUT, OK, Err, RespConn, ServerProcess, Status, free_port,
+                     info_dict, wait_for)
+
+SLOTS = 16384
+REDIS_CLI = shutil.which("redis-cli") or "redis-cli"
+TOOL_TIMEOUT = 60.0
+# Cluster state changes on redis-server travel over the bus; generous, as the machine is shared.
+SETTLE_TIMEOUT = 30.0
+
+CROSSSLOT = Err("CROSSSLOT Keys in request don't hash to the same slot")
+TRYAGAIN = Err("TRYAGAIN Multiple keys request during rehashing of slot")
+CLUSTER_DOWN = Err("CLUSTERDOWN The cluster is down")
+SLOT_NOT_SERVED = Err("CLUSTERDOWN Hash slot not served")
+NO_CLUSTER = Err("ERR This instance has cluster support disabled")
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def cluster_directives(**extra) -> dict:
+    """Directives of a cluster node: cluster mode, and a bus port known to be free."""
+    return {"cluster-enabled": "yes", "cluster-port": free_port(), **extra}
+
+
+def keel_cluster_bin(keel_bin):
+    return keel_bin.parent / "keel-cluster"
+
+
+def call(node, *args):
+    """One command on a new exact connection to `node` (a ServerProcess)."""
+    with node.conn() as c:
+        return c.call(*args)
+
+
+def cluster_info(node) -> dict:
+    return info_dict(call(node, "CLUSTER", "INFO"))
+
+
+def nodes_lines(node) -> list[list[str]]:
+    """CLUSTER NODES, as the fields of each line."""
+    text = call(node, "CLUSTER", "NODES")
+    assert isinstance(text, bytes), text
+    text = text.decode()
+    assert text.endswith("\n"), text
+    return [line.split(" ") for line in text.splitlines()]
+
+
+def slots_view(node):
+    """CLUSTER SLOTS, sorted, as (start, end, ((ip, port, id), ...)) tuples."""
+    reply = call(node, "CLUSTER", "SLOTS")
+    assert isinstance(reply, list), reply
+    return sorted((r[0], r[1], tuple((n[0], n[1], n[2]) for n in r[2:])) for r in reply)
+
+
+def run_tool(*argv, timeout=TOOL_TIMEOUT):
+    p = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout + p.stderr
+
+
+def key_in_slot(slot_predicate, prefix="k") -> str:
+    """The first key `prefix:N` whose slot satisfies `slot_predicate`."""
+    for i in range(1_000_000):
+        key = f"{prefix}:{i}"
+        if slot_predicate(key_slot(key.encode())):
+            return key
+    raise AssertionError("no key found")
+
+
+def topology_text(entries) -> str:
+    """CLUSTER SETTOPOLOGY's text: one CLUSTER NODES line per (id, port, bus port, config epoch,
+    slot ranges) entry, every node a primary."""
+    lines = []
+    for node_id, port, bus_port, epoch, ranges in entries:
+        slots = " ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
+        lines.append(f"{node_id} 127.0.0.1:{port}@{bus_port} master - 0 0 {epoch} connected {slots}"
+                     .rstrip())
+    return "\n".join(lines) + "\n"
+
+
+class Cluster:
+    """Nodes (ServerProcess instances with their bus ports) formed into one cluster."""
+
+    def __init__(self, kind, nodes):
+        self.kind = kind
+        self.nodes = nodes
+
+    def addresses(self):
+        return [f"127.0.0.1:{n.port}" for n in self.nodes]
+
+    def by_port(self, port):
+        return next(n for n in self.nodes if n.port == port)
+
+    def node_id(self, node) -> str:
+        return call(node, "CLUSTER", "MYID").decode()
+
+    def owner_of_slot(self, slot):
+        """The node serving `slot`, from the first node's CLUSTER SLOTS."""
+        for start, end, members in slots_view(self.nodes[0]):
+            if start <= slot <= end:
+                return self.by_port(members[0][1])
+        raise AssertionError(f"slot {slot} is not served")
+
+    def owner(self, key):
+        return self.owner_of_slot(key_slot(key.encode()))
+
+    def not_owner(self, key):
+        owner = self.owner(key)
+        return next(n for n in self.nodes if n is not owner)
+
+    def client(self, **kw) -> RedisCluster:
+        kw.setdefault("socket_timeout", IO_TIMEOUT)
+        kw.setdefault("socket_connect_timeout", IO_TIMEOUT)
+        return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", self.nodes[0].port)], **kw)
+
+    def flushall(self):
+        for node in self.nodes:
+            assert call(node, "FLUSHALL") == OK
+
+    def healthy(self):
+        """True once every node reports cluster_state:ok and all give the same CLUSTER SLOTS,
+        covering every slot."""
+        views = []
+        for node in self.nodes:
+            if cluster_info(node).get("cluster_state") != "ok":
+                return False
+            views.append(slots_view(node))
+        if any(v != views[0] for v in views):
+            return False
+        return sum(end - start + 1 for start, end, _ in views[0]) == SLOTS
+
+    def wait_healthy(self):
+        wait_for(self.healthy, SETTLE_TIMEOUT,
+                 "every node to report cluster_state:ok and the same CLUSTER SLOTS")
+
+
+def start_nodes(kind, keel_bin, count, directives=None):
+    nodes = []
+    try:
+        for _ in range(count):
+            nodes.append(ServerProcess(kind, keel_bin=keel_bin,
+                                       directives=cluster_directives(**(directives or {}))).start())
+    except BaseException:
+        for node in nodes:
+            node.cleanup()
+        raise
+    return nodes
+
+
+def form_cluster(kind, keel_bin, nodes) -> Cluster:
+    """Makes one cluster of `nodes` with the kind's own tool, slots spread evenly."""
+    addresses = [f"127.0.0.1:{n.port}" for n in nodes]
+    if kind == "redis":
+        rc, out = run_tool(REDIS_CLI, "--cluster", "create", *addresses, "--cluster-yes")
+        assert rc == 0, f"redis-cli --cluster create failed ({rc}):\n{out}"
+    else:
+        tool = keel_cluster_bin(keel_bin)
+        assert tool.exists(), f"{tool} is missing (build it with `cargo build --release`)"
+        rc, out = run_tool(tool, "create", *addresses)
+        assert rc == 0, f"keel-cluster create failed ({rc}):\n{out}"
+    cluster = Cluster(kind, nodes)
+    cluster.wait_healthy()
+    return cluster
+
+
+def stop_node(node):
+    rc = node.stop()
+    if node.kind == "keel":
+        assert rc == 0, f"keel-server exited with {rc} after SIGTERM:\n{node.log_tail()}"
+
+
+# ---- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster(server_kind, keel_bin):
+    """Three primaries of the chosen kind in one cluster, formed with the kind's own tool."""
+    nodes = start_nodes(server_kind, keel_bin, 3)
+    try:
+        yield form_cluster(server_kind, keel_bin, nodes)
+    finally:
+        for node in nodes:
+            node.cleanup()
+
+
+@pytest.fixture
+def healthy(cluster):
+    """The shared cluster, healthy and empty at the start of the test."""
+    cluster.wait_healthy()
+    cluster.flushall()
+    return cluster
+
+
+@pytest.fixture
+def rc(healthy):
+    client = healthy.client(decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def lone_node(start_server):
+    """A cluster node on its own: it knows only itself and serves no slot."""
+    return start_server(cluster_directives())
+
+
+# ---- clients: redis-py's RedisCluster --------------------------------------------------------
+
+
+def test_hundred_thousand_keys_spread_over_every_primary(healthy, rc):
+    count = 100_000
+    data = {f"key:{i}": f"value:{i}" for i in range(count)}
+    # MSET per slot, pipelined per node (redis-py splits by slot).
+    assert all(rc.mset_nonatomic(data))
+    values = rc.mget_nonatomic(list(data))
+    missing = [k for k, v in zip(data, values) if v != data[k]]
+    assert not missing, f"{len(missing)} keys did not read back, e.g. {missing[:5]}"
+
+    # Single-key commands, routed one by one, and pipelined SET/GET across every slot.
+    for i in range(300):
+        assert rc.set(f"single:{i}", i) is True
+        assert rc.get(f"single:{i}") == str(i)
+    pipe = rc.pipeline(transaction=False)
+    for i in range(count):
+        pipe.set(f"key:{i}", f"again:{i}")
+    assert all(r is True for r in pipe.execute())
+    pipe = rc.pipeline(transaction=False)
+    for i in range(count):
+        pipe.get(f"key:{i}")
+    got = pipe.execute()
+    assert got == [f"again:{i}" for i in range(count)]
+
+    # Keyspace commands act on the node: each holds about a third, and only its own slots.
+    sizes = [call(n, "DBSIZE") for n in healthy.nodes]
+    assert sum(sizes) == count + 300, sizes
+    assert all(s > (count + 300) / 5 for s in sizes), sizes
+    for node in healthy.nodes:
+        owned = {s for start, end, m in slots_view(node) if m[0][1] == node.port
+                 for s in range(start, end + 1)}
+        with node.conn() as c:
+            for _ in range(20):
+                key = c.call("RANDOMKEY")
+                assert key_slot(key) in owned, (node.port, key)
+            cursor, keys = c.call("SCAN", 0, "COUNT", 100)
+            assert keys and all(key_slot(k) in owned for k in keys)
+    healthy.flushall()
+
+
+def test_mget_mset_over_a_hash_tag(healthy, rc):
+    keys = [f"{{user1}}:{f}" for f in ("a", "b", "c", "d")]
+    assert len({key_slot(k.encode()) for k in keys}) == 1
+    assert rc.mset({k: k.upper() for k in keys}) is True
+    assert rc.mget(keys) == [k.upper() for k in keys]
+    assert rc.mget(keys + ["{user1}:missing"]) == [k.upper() for k in keys] + [None]
+    owner = healthy.owner(keys[0])
+    assert call(owner, "MGET", *keys) == [k.upper().encode() for k in keys]
+    assert call(owner, "EXISTS", *keys) == 4
+    assert rc.delete(*keys[:2]) == 2
+    # Every key is on the owner, none on the other nodes.
+    for node in healthy.nodes:
+        assert call(node, "DBSIZE") == (2 if node is owner else 0)
+
+
+def test_cross_slot_commands_are_refused(healthy, rc):
+    a, b = "foo", "bar"  # slots 12182 and 5061
+    assert key_slot(a.encode()) != key_slot(b.encode())
+    for node in healthy.nodes:
+        # CROSSSLOT comes before any redirection, on every node.
+        assert call(node, "MSET", a, "1", b, "2") == CROSSSLOT
+        assert call(node, "MGET", a, b) == CROSSSLOT
+        assert call(node, "DEL", a, b) == CROSSSLOT
+    with pytest.raises(redis.exceptions.RedisClusterException):
+        rc.mset({a: "1", b: "2"})
+    assert rc.get(a) is None and rc.get(b) is None
+    # The non-atomic forms split by slot.
+    assert all(rc.mset_nonatomic({a: "1", b: "2"}))
+    assert rc.mget_nonatomic([a, b]) == ["1", "2"]
+
+
+def test_pipeline_across_slots(healthy, rc):
+    keys = [f"pipe:{i}" for i in range(60)]
+    assert len({healthy.owner(k).port for k in keys}) == 3
+    pipe = rc.pipeline()
+    for i, k in enumerate(keys):
+        pipe.set(k, i)
+        pipe.incr(k)
+        pipe.get(k)
+    replies = pipe.execute()
+    assert replies == [x for i in range(60) for x in (True, i + 1, str(i + 1))]
+
+    # An error in one command comes back in its place; the others still run.
+    assert rc.set("pipe:text", "abc")
+    pipe = rc.pipeline()
+    pipe.incr("pipe:0")
+    pipe.incr("pipe:text")
+    pipe.get("pipe:59")
+    first, error, last = pipe.execute(raise_on_error=False)
+    assert first == 2 and last == "60"
+    assert isinstance(error, redis.exceptions.ResponseError)
+    assert str(error) == "value is not an integer or out of range"
+
+
+def read_messages(pubsub, count, get):
+    """`count` messages (not subscribe confirmations) from `get`, polled."""
+    got = []
+
+    def more():
+        while True:
+            message = get()
+            if message is None:
+                return len(got) >= count
+            if message["type"] in ("message", "smessage"):
+                got.append((message["channel"], message["data"]))
+    wait_for(more, 10, f"{count} messages")
+    return got
+
+
+def test_pubsub_through_redis_cluster(healthy, rc):
+    p = rc.pubsub()
+    try:
+        p.subscribe("news")
+        wait_for(lambda: p.get_message(timeout=0.1), 10, "the subscribe confirmation")
+        # redis-py sends PUBLISH to the node of the channel's slot, where it subscribed.
+        assert rc.publish("news", "hello") == 1
+        assert read_messages(p, 1, lambda: p.get_message(timeout=0.1)) == [("news", "hello")]
+    finally:
+        p.close()
+
+
+def test_publish_reaches_subscribers_on_every_node(healthy):
+    """In Redis Cluster a PUBLISH on any node reaches the subscribers of every node (it is
+    broadcast over the bus); PUBLISH's reply counts the receiving node's subscribers only."""
+    subscriber_node, publisher_node = healthy.nodes[0], healthy.nodes[1]
+    with subscriber_node.conn() as sub, publisher_node.conn() as pub:
+        assert sub.call("SUBSCRIBE", "everywhere") == [b"subscribe", b"everywhere", 1]
+        assert pub.call("PUBLISH", "everywhere", "hi") == 0
+        sub.sock.settimeout(10)
+        assert sub.read() == [b"message", b"everywhere", b"hi"]
+
+
+def test_sharded_pubsub_through_redis_cluster(healthy, rc):
+    # One shard channel on each primary.
+    channels = []
+    for node in healthy.nodes:
+        channels.append(key_in_slot(lambda s, n=node: healthy.owner_of_slot(s) is n, "orders"))
+    p = rc.pubsub()
+    try:
+        for ch in channels:
+            p.ssubscribe(ch)
+        confirmed = []
+
+        def all_confirmed():
+            for node_pubsub in p.node_pubsub_mapping.values():
+                message = node_pubsub.get_message(timeout=0.01)
+                if message is not None and message["type"] == "ssubscribe":
+                    confirmed.append(message["channel"])
+            return len(confirmed) == 3
+        wait_for(all_confirmed, 10, "every SSUBSCRIBE to be confirmed")
+        assert sorted(confirmed) == sorted(channels)
+        for i, ch in enumerate(channels):
+            assert rc.spublish(ch, f"m{i}") == 1
+        got = read_messages(p, 3, lambda: p.get_sharded_message(timeout=0.1))
+        assert sorted(got) == sorted((ch, f"m{i}") for i, ch in enumerate(channels))
+    finally:
+        p.disconnect()
+        p.close()
+
+    # Raw: the owner serves a shard channel, the others redirect; one slot per command.
+    ch = "{%s}raw" % channels[0]
+    slot = key_slot(ch.encode())
+    owner = healthy.owner(ch)
+    other = healthy.not_owner(ch)
+    assert call(other, "SPUBLISH", ch, "x") == Err(f"MOVED {slot} 127.0.0.1:{owner.port}")
+    with other.conn() as c:
+        assert c.call("SSUBSCRIBE", ch) == Err(f"MOVED {slot} 127.0.0.1:{owner.port}")
+    with owner.conn() as c:
+        assert c.call("SSUBSCRIBE", ch, channels[1]) == CROSSSLOT
+        assert c.call("SSUBSCRIBE", ch) == [b"ssubscribe", ch.encode(), 1]
+        assert call(owner, "SPUBLISH", ch, "raw") == 1
+        assert c.read() == [b"smessage", ch.encode(), b"raw"]
+
+
+# ---- redirections on raw connections ---------------------------------------------------------
+
+
+def test_moved_to_the_owner(healthy):
+    for key in ("foo", "bar", "user1000", "{user1000}.following"):
+        slot = key_slot(key.encode())
+        owner = healthy.owner(key)
+        assert call(owner, "SET", key, "v") == OK
+        for node in healthy.nodes:
+            if node is owner:
+                assert call(node, "GET", key) == b"v"
+            else:
+                moved = Err(f"MOVED {slot} 127.0.0.1:{owner.port}")
+                assert call(node, "GET", key) == moved
+                assert call(node, "SET", key, "w") == moved
+                # A key the node does not hold is redirected too: routing is by slot.
+                assert call(node, "EXISTS", key) == moved
+    # Commands without keys are served anywhere.
+    for node in healthy.nodes:
+        assert call(node, "PING") == Status("PONG")
+        assert call(node, "DBSIZE") == (sum(1 for k in ("foo", "bar", "user1000",
+                                                         "{user1000}.following")
+                                             if healthy.owner(k) is node))
+
+
+def test_keyslot(healthy):
+    node = healthy.nodes[1]
+    assert call(node, "CLUSTER", "KEYSLOT", "foo") == 12182
+    assert call(node, "CLUSTER", "KEYSLOT", "bar") == 5061
+    assert call(node, "CLUSTER", "KEYSLOT", "") == 0
+    user = call(node, "CLUSTER", "KEYSLOT", "user1000")
+    assert call(node, "CLUSTER", "KEYSLOT", "{user1000}.following") == user
+    assert call(node, "CLUSTER", "KEYSLOT", "{user1000}.followers") == user
+    # Hash tags: the first {...} with something inside; `{}` hashes the whole key.
+    assert (call(node, "CLUSTER", "KEYSLOT", "foo{bar}{zap}")
+            == call(node, "CLUSTER", "KEYSLOT", "bar"))
+    assert (call(node, "CLUSTER", "KEYSLOT", "foo{{bar}}zap")
+            == call(node, "CLUSTER", "KEYSLOT", "{bar"))
+    assert call(node, "CLUSTER", "KEYSLOT", "foo{}{bar}") == key_slot(b"foo{}{bar}")
+    assert call(node, "CLUSTER", "KEYSLOT", "{}") == key_slot(b"{}")
+    for i in range(200):
+        key = f"any:{i}:\xff{{x{i}"
+        assert call(node, "CLUSTER", "KEYSLOT", key) == key_slot(key.encode())
+    assert call(node, "CLUSTER", "KEYSLOT") == Err(
+        "ERR wrong number of arguments for 'cluster|keyslot' command")
+
+
+# ---- redis-cli --------------------------------------------------------------------------------
+
+
+def test_redis_cli_follows_moved(healthy):
+    key = "foo"
+    other = healthy.not_owner(key)
+    rc, out = run_tool(REDIS_CLI, "-p", other.port, "set", key, "from-cli")
+    assert rc == 0 and out.strip() == f"MOVED {key_slot(b'foo')} 127.0.0.1:{healthy.owner(key).port}"
+    rc, out = run_tool(REDIS_CLI, "-c", "-p", other.port, "set", key, "from-cli")
+    assert (rc, out.strip()) == (0, "OK")
+    rc, out = run_tool(REDIS_CLI, "-c", "-p", other.port, "get", key)
+    assert (rc, out.strip()) == (0, "from-cli")
+    assert call(healthy.owner(key), "GET", key) == b"from-cli"
+
+
+def test_redis_cli_cluster_check(healthy):
+    for node in healthy.nodes:
+        rc, out = run_tool(REDIS_CLI, "--cluster", "check", f"127.0.0.1:{node.port}")
+        assert rc == 0, out
+        assert "[OK] All nodes agree about slots configuration." in out, out
+        assert "[OK] All 16384 slots covered." in out, out
+        assert "[ERR]" not in out and "[WARNING]" not in out, out
+        assert "3 masters" in out or out.count("M: ") == 3, out
+
+
+# ---- CLUSTER INFO, NODES, SLOTS, SHARDS ------------------------------------------------------
+
+
+INFO_FIELDS = ["cluster_state", "cluster_slots_assigned", "cluster_slots_ok",
+               "cluster_slots_pfail", "cluster_slots_fail", "cluster_known_nodes",
+               "cluster_size", "cluster_current_epoch", "cluster_my_epoch"]
+
+
+def test_cluster_info(healthy):
+    for node in healthy.nodes:
+        text = call(node, "CLUSTER", "INFO")
+        assert isinstance(text, bytes) and text.endswith(b"\r\n"), text
+        fields = info_dict(text)
+        # The fields clients read, in Redis's order (the message counters after them are the
+        # bus's).
+        assert list(fields)[:len(INFO_FIELDS)] == INFO_FIELDS, list(fields)
+        assert {k: fields[k] for k in INFO_FIELDS[:7]} == {
+            "cluster_state": "ok", "cluster_slots_assigned": "16384", "cluster_slots_ok": "16384",
+            "cluster_slots_pfail": "0", "cluster_slots_fail": "0", "cluster_known_nodes": "3",
+            "cluster_size": "3"}
+        me = next(line for line in nodes_lines(node) if "myself" in line[2].split(","))
+        assert fields["cluster_my_epoch"] == me[6]
+        epochs = [int(line[6]) for line in nodes_lines(node)]
+        assert int(fields["cluster_current_epoch"]) >= max(epochs)
+
+
+def parse_ranges(fields):
+    """Slot fields of a CLUSTER NODES line as (start, end) pairs (migrating/importing skipped)."""
+    out = []
+    for f in fields:
+        if f.startswith("["):
+            continue
+        a, _, b = f.partition("-")
+        out.append((int(a), int(b or a)))
+    return out
+
+
+def test_cluster_nodes_format(healthy):
+    ids = {node.port: healthy.node_id(node) for node in healthy.nodes}
+    assert all(len(i) == 40 and all(c in "0123456789abcdef" for c in i) for i in ids.values())
+    assert len(set(ids.values())) == 3
+    views = []
+    for node in healthy.nodes:
+        lines = nodes_lines(node)
+        assert len(lines) == 3
+        mine = [line for line in lines if "myself" in line[2].split(",")]
+        assert len(mine) == 1 and mine[0][0] == ids[node.port]
+        view = {}
+        for line in lines:
+            assert len(line) >= 9, line
+            node_id, address, flags, primary, ping, pong, epoch, link = line[:8]
+            host_port, _, bus_port = address.partition("@")
+            assert host_port == f"127.0.0.1:{healthy.by_port(int(host_port.split(':')[1])).port}"
+            port = int(host_port.split(":")[1])
+            assert ids[port] == node_id
+            assert int(bus_port.split(",")[0]) > 0
+            assert set(flags.split(",")) == ({"myself", "master"} if port == node.port
+                                             else {"master"}), flags
+            assert primary == "-"
+            assert ping.isdigit() and pong.isdigit() and epoch.isdigit()
+            assert link == "connected"
+            view[node_id] = (address, sorted(parse_ranges(line[8:])))
+        views.append(view)
+        # The same slots as CLUSTER SLOTS gives.
+        from_slots = {}
+        for start, end, members in slots_view(node):
+            from_slots.setdefault(members[0][2].decode(), []).append((start, end))
+        assert {i: sorted(r) for i, r in from_slots.items()} == {i: v[1] for i, v in view.items()}
+    assert views[0] == views[1] == views[2]
+    covered = sorted(r for v in views[0].values() for r in v[1])
+    assert sum(b - a + 1 for a, b in covered) == SLOTS
+    assert all(covered[i][1] + 1 == covered[i + 1][0] for i in range(len(covered) - 1))
+
+
+def test_cluster_slots_shape(healthy):
+    replies = [call(node, "CLUSTER", "SLOTS") for node in healthy.nodes]
+    ids = {node.port: healthy.node_id(node).encode() for node in healthy.nodes}
+    for reply in replies:
+        assert isinstance(reply, list) and len(reply) >= 3
+        for entry in reply:
+            start, end, primary, *replicas = entry
+            assert isinstance(start, int) and isinstance(end, int) and 0 <= start <= end < SLOTS
+            assert replicas == []
+            ip, port, node_id, *metadata = primary
+            assert ip == b"127.0.0.1" and ids[port] == node_id
+            # Redis 7.0 adds a (here empty) map of extra networking metadata.
+            assert metadata == [[]], primary
+    assert sorted(replies[0]) == sorted(replies[1]) == sorted(replies[2])
+
+
+SHARD_NODE_FIELDS = [b"id", b"port", b"ip", b"endpoint", b"role", b"replication-offset",
+                     b"health"]
+
+
+def test_cluster_shards_shape(healthy):
+    ids = {node.port: healthy.node_id(node).encode() for node in healthy.nodes}
+    views = []
+    for node in healthy.nodes:
+        reply = call(node, "CLUSTER", "SHARDS")
+        assert isinstance(reply, list) and len(reply) == 3, reply
+        view = []
+        for shard in reply:
+            assert shard[0::2] == [b"slots", b"nodes"], shard
+            slots, members = shard[1], shard[3]
+            assert slots and len(slots) % 2 == 0 and all(isinstance(s, int) for s in slots)
+            assert len(members) == 1
+            fields = dict(zip(members[0][0::2], members[0][1::2]))
+            assert members[0][0::2] == SHARD_NODE_FIELDS, members[0]
+            assert ids[fields[b"port"]] == fields[b"id"]
+            assert fields[b"ip"] == fields[b"endpoint"] == b"127.0.0.1"
+            assert fields[b"role"] == b"master" and fields[b"health"] == b"online"
+            assert isinstance(fields[b"replication-offset"], int)
+            view.append((tuple(slots), fields[b"id"], fields[b"port"]))
+        views.append(sorted(view))
+    assert views[0] == views[1] == views[2]
+    # The same slots as CLUSTER SLOTS.
+    from_slots = {}
+    for start, end, members in slots_view(healthy.nodes[0]):
+        from_slots.setdefault(members[0][2], []).append((start, end))
+    assert {node_id: sorted(zip(slots[0::2], slots[1::2])) for slots, node_id, _ in views[0]} == {
+        i: sorted(r) for i, r in from_slots.items()}
+
+
+# ---- a single node -----------------------------------------------------------------------------
+
+
+def test_single_node_owning_every_slot_is_a_cluster(lone_node):
+    assert cluster_info(lone_node)["cluster_state"] == "fail"
+    assert call(lone_node, "GET", "foo") == SLOT_NOT_SERVED
+    assert call(lone_node, "CLUSTER", "ADDSLOTSRANGE", 0, SLOTS - 1) == OK
+    wait_for(lambda: cluster_info(lone_node)["cluster_state"] == "ok", SETTLE_TIMEOUT,
+             "cluster_state:ok")
+    fields = cluster_info(lone_node)
+    assert (fields["cluster_slots_assigned"], fields["cluster_known_nodes"],
+            fields["cluster_size"]) == ("16384", "1", "1")
+    reply = call(lone_node, "CLUSTER", "SLOTS")
+    assert len(reply) == 1 and reply[0][:2] == [0, SLOTS - 1]
+    assert reply[0][2][1:3] == [lone_node.port, call(lone_node, "CLUSTER", "MYID")]
+
+    client = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", lone_node.port)],
+                          decode_responses=True, socket_timeout=IO_TIMEOUT)
+    try:
+        data = {f"one:{i}": str(i) for i in range(2000)}
+        assert all(client.mset_nonatomic(data))
+        assert client.mget_nonatomic(list(data)) == list(data.values())
+        assert client.mset({"{t}a": "1", "{t}b": "2"}) is True
+        assert client.mget("{t}a", "{t}b") == ["1", "2"]
+        pipe = client.pipeline()
+        for i in range(100):
+            pipe.incr(f"one:{i}")
+        assert pipe.execute() == [i + 1 for i in range(100)]
+        assert client.dbsize() == 2002
+    finally:
+        client.close()
+    assert call(lone_node, "MSET", "foo", "1", "bar", "2") == CROSSSLOT
+
+
+# ---- moving a slot by hand -------------------------------------------------------------------
+
+
+def test_slot_migration_with_setslot_and_migrate(healthy):
+    keys = [f"{{mig}}:{i}" for i in range(1, 5)]
+    slot = key_slot(keys[0].encode())
+    source = healthy.owner(keys[0])
+    target, third = [n for n in healthy.nodes if n is not source]
+    source_id, target_id = healthy.node_id(source), healthy.node_id(target)
+    source_addr, target_addr = f"127.0.0.1:{source.port}", f"127.0.0.1:{target.port}"
+    ask = Err(f"ASK {slot} {target_addr}")
+    with source.conn() as src, target.conn() as dst:
+        for k in keys:
+            assert src.call("SET", k, f"v{k}") == OK
+
+        assert dst.call("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id) == OK
+        assert src.call("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id) == OK
+        me = next(line for line in nodes_lines(source) if "myself" in line[2])
+        assert f"[{slot}->-{target_id}]" in me
+        me = next(line for line in nodes_lines(target) if "myself" in line[2])
+        assert f"[{slot}-<-{source_id}]" in me
+
+        # Everything is still on the source: it serves as before.
+        assert src.call("GET", keys[0]) == f"v{keys[0]}".encode()
+        assert src.call("MGET", *keys) == [f"v{k}".encode() for k in keys]
+        # A key the source does not hold is asked of the target, reads and writes alike.
+        assert src.call("GET", "{mig}:new") == ask
+        assert src.call("SET", "{mig}:new", "x") == ask
+
+        assert src.call("MIGRATE", "127.0.0.1", target.port, "", 0, 5000,
+                        "KEYS", keys[0], keys[1]) == OK
+        assert src.call("EXISTS", keys[0]) == ask
+        assert src.call("GET", keys[0]) == ask
+        assert src.call("GET", keys[2]) == f"v{keys[2]}".encode()
+        # Some keys here and some moved: try again later; all moved: ask the target.
+        assert src.call("MGET", keys[0], keys[2]) == TRYAGAIN
+        assert src.call("MGET", keys[0], keys[1]) == ask
+        # The source may not give the slot away while it holds keys of it.
+        assert src.call("CLUSTER", "SETSLOT", slot, "NODE", target_id) == Err(
+            f"ERR Can't assign hashslot {slot} to a different node while I still hold keys "
+            "for this hash slot.")
+
+        # The target serves the importing slot only after ASKING, for one command.
+        assert dst.call("GET", keys[0]) == Err(f"MOVED {slot} {source_addr}")
+        assert dst.call("ASKING") == OK
+        assert dst.call("GET", keys[0]) == f"v{keys[0]}".encode()
+        assert dst.call("GET", keys[0]) == Err(f"MOVED {slot} {source_addr}")
+        assert dst.call("ASKING") == OK
+        assert dst.call("MGET", keys[0], keys[1]) == [f"v{k}".encode() for k in keys[:2]]
+        assert dst.call("ASKING") == OK
+        assert dst.call("MGET", keys[0], keys[2]) == TRYAGAIN
+        assert dst.call("ASKING") == OK
+        assert dst.call("SET", "{mig}:new", "x") == OK
+        # Third parties still send clients to the source.
+        assert call(third, "GET", keys[0]) == Err(f"MOVED {slot} {source_addr}")
+
+        assert src.call("MIGRATE", "127.0.0.1", target.port, "", 0, 5000,
+                        "KEYS", keys[2], keys[3]) == OK
+        assert src.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        # All gone from the source: every key of the slot is asked of the target now.
+        assert src.call("MGET", *keys) == ask
+
+        # Ownership flips: the target first, then the source, then everyone else.
+        assert dst.call("CLUSTER", "SETSLOT", slot, "NODE", target_id) == OK
+        assert src.call("CLUSTER", "SETSLOT", slot, "NODE", target_id) == OK
+        assert call(third, "CLUSTER", "SETSLOT", slot, "NODE", target_id) == OK
+
+        moved = Err(f"MOVED {slot} {target_addr}")
+        assert src.call("GET", keys[0]) == moved
+        assert call(third, "GET", keys[0]) == moved
+        assert dst.call("MGET", *keys) == [f"v{k}".encode() for k in keys]
+        assert dst.call("GET", "{mig}:new") == b"x"
+        assert dst.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 5
+        assert sorted(dst.call("CLUSTER", "GETKEYSINSLOT", slot, 10)) == sorted(
+            k.encode() for k in keys + ["{mig}:new"])
+        assert len(dst.call("CLUSTER", "GETKEYSINSLOT", slot, 2)) == 2
+        assert src.call("CLUSTER", "GETKEYSINSLOT", slot, 10) == []
+        for line in nodes_lines(source) + nodes_lines(target):
+            assert not any(f.startswith("[") for f in line[8:]), line
+
+    healthy.wait_healthy()
+    assert healthy.owner_of_slot(slot) is target
+    for node in healthy.nodes:
+        assert healthy.owner_of_slot(slot).port == target.port
+        assert (slot, slot, ((b"127.0.0.1", target.port, target_id.encode()),)) in slots_view(node)
+    client = healthy.client(decode_responses=True)
+    try:
+        assert client.mget(keys) == [f"v{k}" for k in keys]
+    finally:
+        client.close()
+
+
+# ---- admin commands' errors ------------------------------------------------------------------
+
+
+def test_admin_errors_in_a_cluster(healthy):
+    node = healthy.nodes[0]
+    other = healthy.nodes[1]
+    me, other_id = healthy.node_id(node), healthy.node_id(other)
+    mine = next(s for s in range(SLOTS) if healthy.owner_of_slot(s) is node)
+    theirs = next(s for s in range(SLOTS) if healthy.owner_of_slot(s) is other)
+    unknown = "0123456789abcdef0123456789abcdef01234567"
+    with node.conn() as c:
+        assert c.call("CLUSTER", "ADDSLOTS", mine) == Err(f"ERR Slot {mine} is already busy")
+        assert c.call("CLUSTER", "ADDSLOTS", theirs) == Err(f"ERR Slot {theirs} is already busy")
+        assert c.call("CLUSTER", "ADDSLOTSRANGE", mine, mine + 1) == Err(
+            f"ERR Slot {mine} is already busy")
+        for bad in ("16384", "-1", "x", "99999999999999999999"):
+            assert c.call("CLUSTER", "ADDSLOTS", bad) == Err("ERR Invalid or out of range slot")
+            assert c.call("CLUSTER", "DELSLOTS", bad) == Err("ERR Invalid or out of range slot")
+            assert c.call("CLUSTER", "SETSLOT", bad, "STABLE") == Err(
+                "ERR Invalid or out of range slot")
+        assert c.call("CLUSTER", "ADDSLOTSRANGE", 10, 5) == Err(
+            "ERR start slot number 10 is greater than end slot number 5")
+        assert c.call("CLUSTER", "SETSLOT", theirs, "MIGRATING", other_id) == Err(
+            f"ERR I'm not the owner of hash slot {theirs}")
+        assert c.call("CLUSTER", "SETSLOT", mine, "MIGRATING", unknown) == Err(
+            f"ERR I don't know about node {unknown}")
+        assert c.call("CLUSTER", "SETSLOT", mine, "IMPORTING", other_id) == Err(
+            f"ERR I'm already the owner of hash slot {mine}")
+        assert c.call("CLUSTER", "SETSLOT", theirs, "IMPORTING", unknown) == Err(
+            f"ERR I don't know about node {unknown}")
+        assert c.call("CLUSTER", "SETSLOT", mine, "NODE", unknown) == Err(
+            f"ERR Unknown node {unknown}")
+        assert c.call("CLUSTER", "SETSLOT", mine, "BOGUS") == Err(
+            "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP")
+        assert c.call("CLUSTER", "FORGET", me) == Err(
+            "ERR I tried hard but I can't forget myself...")
+        assert c.call("CLUSTER", "FORGET", unknown) == Err(f"ERR Unknown node {unknown}")
+        assert c.call("CLUSTER", "REPLICATE", me) == Err("ERR Can't replicate myself")
+        assert c.call("CLUSTER", "COUNTKEYSINSLOT", SLOTS) == Err("ERR Invalid slot")
+        assert c.call("CLUSTER", "COUNTKEYSINSLOT", -1) == Err("ERR Invalid slot")
+        assert c.call("CLUSTER", "COUNTKEYSINSLOT", "x") == Err(
+            "ERR value is not an integer or out of range")
+        assert c.call("CLUSTER", "COUNTKEYSINSLOT", mine) == 0
+        for args in ((0, -1), (SLOTS, 1), (-1, 1)):
+            assert c.call("CLUSTER", "GETKEYSINSLOT", *args) == Err(
+                "ERR Invalid slot or number of keys")
+        for args in (("x", 1), (0, "x")):
+            assert c.call("CLUSTER", "GETKEYSINSLOT", *args) == Err(
+                "ERR value is not an integer or out of range")
+        assert c.call("CLUSTER", "NOSUCH") == Err(
+            "ERR unknown subcommand 'NOSUCH'. Try CLUSTER HELP.")
+        help_lines = c.call("CLUSTER", "HELP")
+        assert isinstance(help_lines, list) and help_lines[0].startswith(Status("CLUSTER"))
+
+        # One database only, and no replication outside the cluster's own.
+        assert c.call("SELECT", 1) == Err("ERR SELECT is not allowed in cluster mode")
+        assert c.call("SELECT", 0) == OK
+        assert c.call("SWAPDB", 0, 1) == Err("ERR SWAPDB is not allowed in cluster mode")
+        key = key_in_slot(lambda s: healthy.owner_of_slot(s) is node, "mv")
+        assert c.call("SET", key, "1") == OK
+        assert c.call("MOVE", key, 1) == Err("ERR MOVE is not allowed in cluster mode")
+        assert c.call("REPLICAOF", "127.0.0.1", other.port) == Err(
+            "ERR REPLICAOF not allowed in cluster mode.")
+        assert c.call("READONLY") == OK
+        assert c.call("READWRITE") == OK
+        assert c.call("ASKING") == OK
+    # Nothing above changed the cluster.
+    healthy.wait_healthy()
+    assert healthy.owner_of_slot(mine) is node and healthy.owner_of_slot(theirs) is other
+
+
+def test_admin_errors_on_a_lone_node(lone_node):
+    with lone_node.conn() as c:
+        me = c.call("CLUSTER", "MYID").decode()
+        assert c.call("CLUSTER", "ADDSLOTS", 5, 6, 5) == Err("ERR Slot 5 specified multiple times")
+        assert c.call("CLUSTER", "ADDSLOTSRANGE", 1, 5, 3, 8) == Err(
+            "ERR Slot 3 specified multiple times")
+        assert c.call("CLUSTER", "DELSLOTS", 5) == Err("ERR Slot 5 is already unassigned")
+        assert c.call("CLUSTER", "DELSLOTSRANGE", 5, 9) == Err("ERR Slot 5 is already unassigned")
+        # A failed command changes nothing.
+        assert info_dict(c.call("CLUSTER", "INFO"))["cluster_slots_assigned"] == "0"
+        assert c.call("CLUSTER", "ADDSLOTS", 5, 6) == OK
+        assert c.call("CLUSTER", "DELSLOTS", 5, 5) == Err("ERR Slot 5 specified multiple times")
+        assert c.call("CLUSTER", "DELSLOTS", 6, 7) == Err("ERR Slot 7 is already unassigned")
+        assert info_dict(c.call("CLUSTER", "INFO"))["cluster_slots_assigned"] == "2"
+        assert c.call("CLUSTER", "DELSLOTSRANGE", 5, 6) == OK
+        assert c.call("CLUSTER", "SETSLOT", 5, "MIGRATING", me) == Err(
+            "ERR I'm not the owner of hash slot 5")
+        assert c.call("CLUSTER", "SETSLOT", 5, "NODE", "nosuchnode") == Err(
+            "ERR Unknown node nosuchnode")
+        assert c.call("CLUSTER", "FORGET", me) == Err(
+            "ERR I tried hard but I can't forget myself...")
+        assert c.call("CLUSTER", "ADDSLOTSRANGE", 0, 99) == OK
+        assert c.call("CLUSTER", "COUNTKEYSINSLOT", 50) == 0
+        assert c.call("CLUSTER", "FLUSHSLOTS") == OK
+        assert info_dict(c.call("CLUSTER", "INFO"))["cluster_slots_assigned"] == "0"
+        assert c.call("CLUSTER", "SLOTS") == []
+
+
+def test_cluster_commands_without_cluster_mode(c):
+    for args in (("CLUSTER", "INFO"), ("CLUSTER", "NODES"), ("CLUSTER", "SLOTS"),
+                 ("CLUSTER", "SHARDS"), ("CLUSTER", "MYID"), ("CLUSTER", "KEYSLOT", "foo"),
+                 ("CLUSTER", "ADDSLOTS", "1"), ("CLUSTER", "COUNTKEYSINSLOT", "1"),
+                 ("READONLY",), ("READWRITE",), ("ASKING",)):
+        assert c.call(*args) == NO_CLUSTER, args
+    # Outside cluster mode, SELECT works as ever.
+    assert c.call("SELECT", 1) == OK
+
+
+# ---- uncovered slots ---------------------------------------------------------------------------
+
+
+def test_uncovered_slot_fails_the_node(healthy):
+    node = healthy.nodes[0]
+    key = key_in_slot(lambda s: healthy.owner_of_slot(s) is node, "down")
+    slot = key_slot(key.encode())
+    other_key = key_in_slot(lambda s: s != slot and healthy.owner_of_slot(s) is node, "up")
+    assert call(node, "SET", other_key, "still") == OK
+    assert call(node, "CLUSTER", "DELSLOTS", slot) == OK
+    try:
+        wait_for(lambda: cluster_info(node)["cluster_state"] == "fail", SETTLE_TIMEOUT,
+                 "cluster_state:fail")
+        fields = cluster_info(node)
+        assert fields["cluster_slots_assigned"] == str(SLOTS - 1)
+        assert fields["cluster_slots_ok"] == str(SLOTS - 1)
+        # A key of the unassigned slot is not served; with full coverage required (the
+        # default) the node refuses every other key too.
+        assert call(node, "GET", key) == SLOT_NOT_SERVED
+        assert call(node, "SET", key, "x") == SLOT_NOT_SERVED
+        assert call(node, "GET", other_key) == CLUSTER_DOWN
+        assert call(node, "MSET", other_key, "x") == CLUSTER_DOWN
+
+        # Without it, only the uncovered slot is refused.
+        assert call(node, "CONFIG", "SET", "cluster-require-full-coverage", "no") == OK
+        try:
+            wait_for(lambda: cluster_info(node)["cluster_state"] == "ok", SETTLE_TIMEOUT,
+                     "cluster_state:ok")
+            assert call(node, "GET", key) == SLOT_NOT_SERVED
+            assert call(node, "GET", other_key) == b"still"
+        finally:
+            # (Redis re-evaluates the state only on the next change of the cluster, here the
+            # ADDSLOTS below.)
+            assert call(node, "CONFIG", "SET", "cluster-require-full-coverage", "yes") == OK
+    finally:
+        assert call(node, "CLUSTER", "ADDSLOTS", slot) == OK
+    healthy.wait_healthy()
+    assert call(node, "GET", other_key) == b"still"
+    assert call(node, "GET", key) is None
+
+
+# ---- nodes.conf --------------------------------------------------------------------------------
+
+
+def test_restart_keeps_id_and_slots(healthy):
+    node = healthy.nodes[2]
+    node_id = healthy.node_id(node)
+    before = slots_view(node)
+    lines = {line[0]: (line[1], line[8:]) for line in nodes_lines(node)}
+    key = key_in_slot(lambda s: healthy.owner_of_slot(s) is node, "kept")
+    assert call(node, "SET", key, "v") == OK
+    assert call(node, "SAVE") == OK  # the key too, though the test is about nodes.conf
+
+    stop_node(node)
+    assert (node.workdir / "nodes.conf").exists()
+    node.start()
+    assert healthy.node_id(node) == node_id
+    healthy.wait_healthy()
+    assert slots_view(node) == before
+    assert {line[0]: (line[1], line[8:]) for line in nodes_lines(node)} == lines
+    assert cluster_info(node)["cluster_known_nodes"] == "3"
+    assert call(node, "GET", key) == b"v"
+
+
+GARBAGE = "this is not\na nodes.conf file at all\n"
+
+
+def test_garbage_nodes_conf_stops_startup(server_kind, keel_bin):
+    srv = ServerProcess(server_kind, keel_bin=keel_bin, directives=cluster_directives())
+    try:
+        (srv.workdir / "nodes.conf").write_text(GARBAGE)
+        with pytest.raises(RuntimeError) as failure:
+            srv.start()
+        assert srv.proc.returncode != 0
+        # Redis: "Unrecoverable error: corrupted cluster config file."; keel names the file too.
+        assert "Unrecoverable error: corrupted cluster config file" in str(failure.value), (
+            str(failure.value))
+        assert (srv.workdir / "nodes.conf").read_text() == GARBAGE
+    finally:
+        srv.cleanup()
+
+
+# ---- keel's own: a topology pushed whole ------------------------------------------------------
+
+
+@pytest.fixture
+def pushed(start_server):
+    """Three keel nodes made into a cluster by CLUSTER SETTOPOLOGY alone (epoch 5)."""
+    nodes = [start_server(cluster_directives()) for _ in range(3)]
+    ids = [call(n, "CLUSTER", "MYID").decode() for n in nodes]
+    buses = [int(call(n, "CONFIG", "GET", "cluster-port")[1]) for n in nodes]
+    ranges = [[(0, 5460)], [(5461, 10922)], [(10923, 16383)]]
+    entries = [(ids[i], nodes[i].port, buses[i], i + 1, ranges[i]) for i in range(3)]
+    text = topology_text(entries)
+    for n in nodes:
+        assert call(n, "CLUSTER", "SETTOPOLOGY", 5, text) == OK
+    cluster = Cluster("keel", nodes)
+    cluster.wait_healthy()
+    return cluster, entries, text
+
+
+@pytest.mark.keel_differs(reason="CLUSTER SETTOPOLOGY is keel's: no cluster bus")
+def test_settopology_forms_a_cluster_and_refuses_stale_pushes(pushed):
+    cluster, entries, text = pushed
+    a = cluster.nodes[0]
+    assert cluster_info(a)["cluster_current_epoch"] == "5"
+    # The same push again is a no-op; an older one is refused, as is another at the same epoch.
+    assert call(a, "CLUSTER", "SETTOPOLOGY", 5, text) == OK
+    stale = call(a, "CLUSTER", "SETTOPOLOGY", 4, text)
+    assert isinstance(stale, Err) and stale.startswith("ERR") and "stale topology" in stale, stale
+    moved = [entries[0][:4] + ([(0, 5459)],), entries[1][:4] + ([(5460, 10922)],), entries[2]]
+    same_epoch = call(a, "CLUSTER", "SETTOPOLOGY", 5, topology_text(moved))
+    assert isinstance(same_epoch, Err), same_epoch
+    assert slots_view(a)[0][:2] == (0, 5460)
+    # A newer one is taken, and kept across a restart; the older stays refused after it.
+    for n in cluster.nodes:
+        assert call(n, "CLUSTER", "SETTOPOLOGY", 6, topology_text(moved)) == OK
+    cluster.wait_healthy()
+    key = key_in_slot(lambda s: s == 5460, "edge")
+    assert call(a, "GET", key) == Err(f"MOVED 5460 127.0.0.1:{cluster.nodes[1].port}")
+    stop_node(a)
+    a.start()
+    assert call(a, "CLUSTER", "SETTOPOLOGY", 5, text).startswith("ERR")
+    assert "stale topology" in call(a, "CLUSTER", "SETTOPOLOGY", 5, text)
+    cluster.wait_healthy()
+    assert cluster_info(a)["cluster_current_epoch"] == "6"
+    # Bad input.
+    assert call(a, "CLUSTER", "SETTOPOLOGY", 7, "garbage").startswith("ERR Invalid topology")
+    assert call(a, "CLUSTER", "SETTOPOLOGY", "x", text).startswith("ERR")
+    without_a = topology_text(entries[1:])
+    assert isinstance(call(a, "CLUSTER", "SETTOPOLOGY", 7, without_a), Err)
+    assert cluster_info(a)["cluster_current_epoch"] == "6"
+
+
+@pytest.mark.keel_differs(reason="CLUSTER SETTOPOLOGY is keel's: no cluster bus")
+def test_settopology_leaving_slots_uncovered_fails_the_cluster(pushed):
+    cluster, entries, text = pushed
+    holed = [entries[0], entries[1], entries[2][:4] + ([(10923, 16000)],)]
+    for n in cluster.nodes:
+        assert call(n, "CLUSTER", "SETTOPOLOGY", 6, topology_text(holed)) == OK
+    for n in cluster.nodes:
+        fields = cluster_info(n)
+        assert fields["cluster_state"] == "fail"
+        assert fields["cluster_slots_assigned"] == str(16001)
+        assert call(n, "GET", "foo") == CLUSTER_DOWN  # slot 12182, still assigned
+        assert call(n, "GET", key_in_slot(lambda s: s > 16000, "hole")) == SLOT_NOT_SERVED
+    for n in cluster.nodes:
+        assert call(n, "CLUSTER", "SETTOPOLOGY", 7, text) == OK
+    cluster.wait_healthy()
+
+
+@pytest.mark.keel_differs(reason="keel has no cluster bus to meet over")
+def test_cluster_meet_is_refused(lone_node):
+    reply = call(lone_node, "CLUSTER", "MEET", "127.0.0.1", free_port())
+    assert isinstance(reply, Err) and reply.startswith("ERR"), reply
+    assert cluster_info(lone_node)["cluster_known_nodes"] == "1"
+
+
+@pytest.mark.keel_differs(reason="keel-cluster is keel's control plane")
+def test_keel_cluster_check(healthy, keel_bin):
+    tool = keel_cluster_bin(keel_bin)
+    for node in healthy.nodes:
+        rc, out = run_tool(tool, "check", f"127.0.0.1:{node.port}")
+        assert rc == 0, out
+        assert "[OK] All nodes agree about slots configuration." in out, out
+        assert "[OK] All 16384 slots covered." in out, out
+
+
+@pytest.mark.keel_differs(reason="keel-cluster is keel's control plane")
+def test_keel_cluster_check_reports_uncovered_slots(pushed, keel_bin):
+    cluster, entries, text = pushed
+    tool = keel_cluster_bin(keel_bin)
+    rc, out = run_tool(tool, "check", f"127.0.0.1:{cluster.nodes[0].port}")
+    assert rc == 0, out
+    assert "[OK] All 16384 slots covered." in out, out
+    holed = [entries[0], entries[1], entries[2][:4] + ([(10923, 16000)],)]
+    for n in cluster.nodes:
+        assert call(n, "CLUSTER", "SETTOPOLOGY", 6, topology_text(holed)) == OK
+    rc, out = run_tool(tool, "check", f"127.0.0.1:{cluster.nodes[0].port}")
+    assert rc != 0, out
+    assert "[OK] All 16384 slots covered." not in out, out
