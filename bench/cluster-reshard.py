@@ -35,21 +35,14 @@ from redis.cluster import ClusterNode, RedisCluster  # noqa: E402
 MOVED_SLOTS = 5461
 
 
-def cluster_port():
-    """A free port whose bus port (+10000) is free too."""
-    while True:
-        port = free_port()
-        if port + 10000 < 65536:
-            return port
-
-
 def start_nodes(kind, keel_bin):
     nodes = []
     for _ in range(3):
-        server = ServerProcess(kind, keel_bin, directives={
-            "cluster-enabled": "yes", "maxmemory": "0", "save": "", "appendonly": "no",
-            "cluster-node-timeout": "5000"} if kind == "redis" else {
-            "cluster-enabled": "yes", "maxmemory": "0", "save": ""})
+        directives = {"cluster-enabled": "yes", "maxmemory": "0", "save": ""}
+        if kind == "redis":
+            # The bus port, which must be free too (Redis's default, port + 10000, may not be).
+            directives["cluster-port"] = str(free_port())
+        server = ServerProcess(kind, keel_bin, directives=directives)
         nodes.append(server.start())
     return nodes
 

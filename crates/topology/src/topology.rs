@@ -184,15 +184,17 @@ impl Topology {
             if !node.is_primary() && !node.slots.is_empty() {
                 return Err(format!("replica {} serves slots", node.id));
             }
-            for slot in node.served() {
-                let owner = &mut owners[slot as usize];
-                if *owner != NO_OWNER {
+            for &(first, last) in &node.slots {
+                let range = &mut owners[first as usize..=last as usize];
+                if let Some(taken) = range.iter().position(|&o| o != NO_OWNER) {
                     return Err(format!(
-                        "slot {slot} is served by both {} and {}",
-                        self.nodes[*owner as usize].id, node.id
+                        "slot {} is served by both {} and {}",
+                        first as usize + taken,
+                        self.nodes[range[taken] as usize].id,
+                        node.id
                     ));
                 }
-                *owner = index as u16;
+                range.fill(index as u16);
             }
         }
         Ok(owners)
@@ -205,8 +207,8 @@ impl Topology {
 
     /// Checks what a line-by-line parse cannot: node ids are distinct, no
     /// slot has two owners, replicas follow known primaries, moving slots
-    /// name known nodes.
-    pub fn validate(&self) -> Result<(), String> {
+    /// name known nodes. Returns [`Topology::owners`].
+    pub fn validate(&self) -> Result<Vec<u16>, String> {
         for (i, node) in self.nodes.iter().enumerate() {
             if self.nodes[..i].iter().any(|other| other.id == node.id) {
                 return Err(format!("node {} is listed twice", node.id));
@@ -239,7 +241,7 @@ impl Topology {
                 }
             }
         }
-        self.owners().map(|_| ())
+        self.owners()
     }
 
     /// Reads Redis's line format: a `nodes.conf` file, the reply of
@@ -446,7 +448,8 @@ fn parse_address(text: &str) -> Result<(&str, u16, u16, &str), String> {
         Some(bus) => bus.parse().map_err(|_| bad())?,
         None => port.checked_add(10000).ok_or_else(bad)?,
     };
-    if ip.is_empty() || ip.contains(char::is_whitespace) {
+    // A Redis node that has not learnt its address yet writes none.
+    if ip.contains(char::is_whitespace) {
         return Err(bad());
     }
     Ok((ip, port, bus_port, hostname))
@@ -535,6 +538,19 @@ mod tests {
         assert_eq!(
             (back.topology, back.myself.as_deref(), back.last_vote_epoch),
             (t, Some(A), 3)
+        );
+    }
+
+    #[test]
+    fn a_new_redis_node_without_an_address_is_read() {
+        let text = format!("{A} :7702@17999 myself,master - 0 0 0 connected\nvars currentEpoch 0 lastVoteEpoch 0\n");
+        let parsed = Topology::parse(&text).unwrap();
+        assert_eq!(
+            (
+                parsed.topology.nodes[0].ip.as_str(),
+                parsed.topology.nodes[0].port
+            ),
+            ("", 7702)
         );
     }
 

@@ -49,11 +49,10 @@ pub struct View {
 impl View {
     /// The view `topology` gives the node with id `myself`.
     pub fn new(topology: Topology, myself: &str, last_vote_epoch: u64) -> Result<View, String> {
-        topology.validate()?;
+        let owners = topology.validate()?;
         let me = (topology.nodes.iter())
             .position(|n| n.id == myself)
             .ok_or_else(|| format!("the topology does not list this node ({myself})"))?;
-        let owners = topology.owners()?;
         let uncovered = (owners.iter())
             .filter(|&&o| o == NO_OWNER || topology.nodes[o as usize].failed)
             .count();
@@ -146,7 +145,7 @@ impl Cluster {
             require_full_coverage: AtomicBool::new(true),
             allow_reads_when_down: AtomicBool::new(false),
         };
-        cluster.save(&cluster.view())?;
+        cluster.save(&cluster.view(), true)?;
         crate::notice!("Cluster node id: {}", cluster.view().me().id);
         Ok(Some(cluster))
     }
@@ -185,6 +184,9 @@ impl Cluster {
         let myself = current.me().id.clone();
         let mut topology = current.topology.clone();
         let result = change(&mut topology, &myself)?;
+        if topology == current.topology {
+            return Ok(result);
+        }
         let next = View::new(topology, &myself, current.last_vote_epoch)
             .map_err(|e| format!("that would leave an invalid topology: {e}"))?;
         self.install(next)?;
@@ -245,26 +247,38 @@ impl Cluster {
     /// CLUSTER SAVECONFIG.
     pub fn save_now(&self) -> Result<(), String> {
         let _changing = self.changing.lock();
-        self.save(&self.view())
+        self.save(&self.view(), true)
     }
 
-    /// Writes `next` to the config file, then makes it the view.
+    /// Writes `next` to the config file, then makes it the view. The file
+    /// is flushed to disk when an epoch changed, as Redis fsyncs it only
+    /// then: an epoch must never go back after a crash, while a slot's
+    /// moving state is rebuilt by whoever drives the move.
     fn install(&self, next: View) -> Result<(), String> {
-        self.save(&next)?;
+        let current = self.view();
+        let epochs = |view: &View| {
+            let configs = view.topology.nodes.iter().map(|n| n.config_epoch);
+            (view.topology.current_epoch, configs.collect::<Vec<_>>())
+        };
+        self.save(&next, epochs(&next) != epochs(&current))?;
         *self.view.write() = Arc::new(next);
         self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
     /// Writes `view` to the config file: to a temporary file first, then
-    /// renamed over it, so a crash leaves the old file or the new one.
-    fn save(&self, view: &View) -> Result<(), String> {
+    /// renamed over it, so a crash leaves the old file or the new one;
+    /// `durable`: flushed to disk before the rename.
+    fn save(&self, view: &View, durable: bool) -> Result<(), String> {
         let text = view
             .topology
             .render_config(&view.me().id, view.last_vote_epoch);
         let temporary = self.config_file.with_extension("tmp-keel");
         let written = std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::File::open(&temporary)?.sync_all())
+            .and_then(|()| match durable {
+                true => std::fs::File::open(&temporary)?.sync_all(),
+                false => Ok(()),
+            })
             .and_then(|()| std::fs::rename(&temporary, &self.config_file));
         written.map_err(|e| {
             format!(
