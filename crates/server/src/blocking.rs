@@ -457,6 +457,32 @@ impl Blocking {
         found
     }
 
+    /// Ends the wait of every client whose first key `error_for` gives an
+    /// error for, with that error (cluster mode: the key's slot moved away,
+    /// or the cluster went down).
+    pub fn fail_waiters(&self, error_for: impl Fn(&[u8]) -> Option<Error>) {
+        if self.blocked() == 0 {
+            return;
+        }
+        let mut queues = self.queues.lock();
+        let mut waiters: Vec<Arc<Waiter>> = Vec::new();
+        for waiter in queues.values().flatten() {
+            if !waiters.iter().any(|w| Arc::ptr_eq(w, waiter)) {
+                waiters.push(waiter.clone());
+            }
+        }
+        for waiter in waiters {
+            let Some(error) = waiter.keys.first().and_then(|key| error_for(key)) else {
+                continue;
+            };
+            if self.unqueue(&mut queues, &waiter) {
+                if let Some(sender) = waiter.sender.lock().take() {
+                    let _ = sender.send(Outcome::Failed(error));
+                }
+            }
+        }
+    }
+
     /// The first waiter on `key` that a key holding `value` serves.
     fn first_served_by(
         queues: &Queues,

@@ -622,7 +622,7 @@ pub async fn run(config: Config) -> std::io::Result<()> {
     if primary.is_some() {
         crate::replication::follow(&server, primary);
     }
-    crate::cluster::follow_view(&server);
+    crate::cluster::apply_view(&server);
     let workers = (0..threads)
         .map(|n| Worker::start(server.clone(), n))
         .collect::<std::io::Result<Vec<_>>>()?;

@@ -127,7 +127,10 @@ impl Cluster {
         }
         let config_file = Path::new(&config.dir).join(config.value("cluster-config-file"));
         let view = match std::fs::read_to_string(&config_file) {
-            Ok(text) => load(&text).map_err(|e| corrupted(&config_file, &e))?,
+            Ok(text) => {
+                let loaded = load(&text).map_err(|e| corrupted(&config_file, &e))?;
+                with_announced_ports(loaded, config, port)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => new_node(config, port),
             Err(e) => {
                 return Err(format!(
@@ -290,14 +293,25 @@ impl Cluster {
     }
 }
 
-/// Makes replication follow what the view says of this node: its
-/// primary's address if it is a replica, none if it is a primary (a
-/// replica the view promoted stops following).
-pub fn follow_view(server: &Server) {
+/// Brings the rest of the server in line with a changed view: clients
+/// blocked on keys this node no longer serves are redirected (see
+/// [`route::blocked_key_error`]), and replication follows what the view
+/// says of this node.
+pub fn apply_view(server: &Server) {
     let Some(cluster) = &server.cluster else {
         return;
     };
     let view = cluster.view();
+    server
+        .blocking
+        .fail_waiters(|key| route::blocked_key_error(cluster, &view, key));
+    follow_view(server, &view);
+}
+
+/// Makes replication follow what `view` says of this node: its primary's
+/// address if it is a replica, none if it is a primary (a replica the view
+/// promoted stops following).
+fn follow_view(server: &Server, view: &View) {
     let primary = (view.me().primary_id())
         .and_then(|id| view.topology.node(id))
         .map(|p| Primary {
@@ -330,8 +344,8 @@ fn corrupted(file: &Path, error: &str) -> String {
     )
 }
 
-/// A node that knows only itself, at the address `config` announces.
-fn new_node(config: &Config, port: u16) -> View {
+/// The client and bus ports this node announces, listening on `port`.
+fn announced_ports(config: &Config, port: u16) -> (u16, u16) {
     let announced = |name: &str| config.value(name).parse::<u16>().unwrap_or(0);
     let port = match announced("cluster-announce-port") {
         0 => port,
@@ -344,6 +358,24 @@ fn new_node(config: &Config, port: u16) -> View {
         (0, 0) => port.wrapping_add(10000),
         (0, p) | (p, _) => p,
     };
+    (port, bus_port)
+}
+
+/// `view` with this node at the ports it listens on now, as Redis takes
+/// its own ports from its configuration rather than from the file.
+fn with_announced_ports(view: View, config: &Config, port: u16) -> View {
+    let myself = view.me().id.clone();
+    let mut topology = view.topology;
+    let me = topology
+        .node_mut(&myself)
+        .expect("the view lists this node");
+    (me.port, me.bus_port) = announced_ports(config, port);
+    View::new(topology, &myself, view.last_vote_epoch).expect("only ports changed")
+}
+
+/// A node that knows only itself, at the address `config` announces.
+fn new_node(config: &Config, port: u16) -> View {
+    let (port, bus_port) = announced_ports(config, port);
     let ip = match config.value("cluster-announce-ip") {
         ip if !ip.is_empty() => ip,
         _ => announced_ip(&config.bind),

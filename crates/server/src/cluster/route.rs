@@ -182,6 +182,28 @@ pub fn route(
     })
 }
 
+/// The error that ends the wait of a client blocked on `key` (BLPOP and
+/// the like) once the view changed, as Redis's
+/// `clusterRedirectBlockedClientIfNeeded` decides: the cluster is down, or
+/// the key's slot is served elsewhere and not imported here. A blocked
+/// client names keys of one slot only, so its first key decides.
+pub fn blocked_key_error(cluster: &Cluster, view: &View, key: &[u8]) -> Option<crate::cmd::Error> {
+    if !cluster.is_ok(view) {
+        return Some(Redirect::Down.error().into());
+    }
+    let slot = keel_topology::key_slot(key);
+    let redirect = match view.owner(slot) {
+        None => Redirect::Unbound,
+        Some(owner) if owner.id == view.me().id => return None,
+        Some(_) if view.me().importing.contains_key(&slot) => return None,
+        Some(owner) => Redirect::Moved {
+            slot,
+            address: owner.address(),
+        },
+    };
+    Some(redirect.error().into())
+}
+
 /// Whether the request's slot is moving, seen from this node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Moving {

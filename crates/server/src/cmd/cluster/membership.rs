@@ -7,7 +7,7 @@
 use bytes::Bytes;
 
 use super::ADMIN;
-use crate::cmd::context::cluster::{bump_epoch, cluster, follow_view, refused, Role};
+use crate::cmd::context::cluster::{apply_view, bump_epoch, cluster, refused, Role};
 use crate::cmd::context::{errors, is, Ctx, Error, Spec};
 
 pub const MEET: Spec = Spec {
@@ -78,6 +78,7 @@ fn forget(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Ok(())
         })
         .map_err(refused)?;
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }
@@ -109,7 +110,7 @@ fn replicate(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Ok(())
         })
         .map_err(refused)?;
-    follow_view(ctx.server);
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }
@@ -135,7 +136,7 @@ fn reset(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         drop(db.flush());
     }
     cluster.reset(hard).map_err(refused)?;
-    follow_view(ctx.server);
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }
@@ -175,7 +176,7 @@ fn failover(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             Ok(())
         })
         .map_err(refused)?;
-    follow_view(ctx.server);
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::ADMIN;
 use crate::cmd::context::cluster::{
-    bump_epoch, cluster, refused, slot_arg, Node, Topology, NO_OWNER,
+    apply_view, bump_epoch, cluster, refused, slot_arg, Node, Topology, NO_OWNER,
 };
 use crate::cmd::context::{is, Ctx, Error, Spec};
 
@@ -51,6 +51,7 @@ fn setslot(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     cluster
         .change(|topology, myself| apply(topology, myself, slot, action, keys_here))
         .map_err(refused)?;
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }

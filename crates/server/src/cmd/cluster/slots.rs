@@ -6,7 +6,9 @@
 use bytes::Bytes;
 
 use super::ADMIN;
-use crate::cmd::context::cluster::{cluster, refused, slot_arg, Topology, NO_OWNER, SLOTS};
+use crate::cmd::context::cluster::{
+    apply_view, cluster, refused, slot_arg, Topology, NO_OWNER, SLOTS,
+};
 use crate::cmd::context::{wrong_arity, Ctx, Error, Spec};
 
 pub const ADDSLOTS: Spec = Spec {
@@ -94,6 +96,7 @@ fn change_slots(ctx: &mut Ctx, args: &[Bytes], change: Change, ranges: bool) -> 
     cluster
         .change(|topology, myself| apply(topology, myself, &slots, change))
         .map_err(refused)?;
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }
@@ -148,6 +151,7 @@ fn flush_slots(ctx: &mut Ctx, _: &[Bytes]) -> Result<(), Error> {
             Ok(())
         })
         .map_err(refused)?;
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }

@@ -10,7 +10,7 @@
 use bytes::Bytes;
 
 use super::ADMIN;
-use crate::cmd::context::cluster::{cluster, follow_view, refused, Topology};
+use crate::cmd::context::cluster::{apply_view, cluster, refused, Topology};
 use crate::cmd::context::{Ctx, Error, Spec};
 
 pub const SETTOPOLOGY: Spec = Spec {
@@ -34,7 +34,7 @@ fn settopology(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         .topology;
     topology.current_epoch = epoch;
     cluster.push(topology).map_err(refused)?;
-    follow_view(ctx.server);
+    apply_view(ctx.server);
     ctx.w().ok();
     Ok(())
 }

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::{Ctx, Error};
-pub use crate::cluster::{follow_view, Cluster, View};
+pub use crate::cluster::{apply_view, Cluster, View};
 pub use keel_topology::{key_slot, parse_slot, Node, Role, Topology, NO_OWNER, SLOTS};
 
 /// The node's cluster state, or Redis's error when cluster mode is off.

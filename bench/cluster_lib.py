@@ -1,0 +1,124 @@
+"""What the cluster benchmarks share: clusters of keel-server or redis-server
+nodes on free ports, formed with each one's own tool, and a writer that sets
+new keys at a fixed rate through redis-py's RedisCluster, recording each
+request's latency, each error, and each acknowledged write."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from support import ServerProcess, free_port, wait_for  # noqa: E402,F401
+
+from redis.cluster import ClusterNode, RedisCluster  # noqa: E402
+
+
+def start_nodes(kind, keel_bin, count, extra=None):
+    """`count` cluster-enabled nodes of `kind`, started."""
+    nodes = []
+    for _ in range(count):
+        directives = {"cluster-enabled": "yes", "maxmemory": "0", "save": "",
+                      "repl-diskless-sync-delay": "0", **(extra or {})}
+        if kind == "redis":
+            # The bus port must be free too (Redis's default, port + 10000, may not be).
+            directives["cluster-port"] = str(free_port())
+        nodes.append(ServerProcess(kind, keel_bin, directives=directives).start())
+    return nodes
+
+
+def form(kind, keel_bin, nodes, replicas=0):
+    """Forms a cluster of `nodes` with redis-cli or keel-cluster and waits
+    until every node serves it."""
+    addresses = [f"127.0.0.1:{n.port}" for n in nodes]
+    if kind == "redis":
+        command = ["redis-cli", "--cluster", "create", *addresses,
+                   "--cluster-replicas", str(replicas), "--cluster-yes"]
+    else:
+        command = [str(keel_bin.parent / "keel-cluster"), "create", *addresses,
+                   "--replicas", str(replicas)]
+    subprocess.run(command, check=True, capture_output=True)
+    primaries = len(nodes) // (replicas + 1)
+
+    def settled():
+        for n in nodes:
+            with n.conn() as c:
+                text = c.call("CLUSTER", "INFO")
+                text = text.decode() if isinstance(text, bytes) else str(text)
+                if "cluster_state:ok" not in text or len(c.call("CLUSTER", "SLOTS")) != primaries:
+                    return False
+        return True
+    wait_for(settled, timeout=60, what="cluster formed")
+
+    def replicas_linked():
+        for n in nodes:
+            with n.conn() as c:
+                text = c.call("INFO", "replication")
+                text = text.decode() if isinstance(text, bytes) else str(text)
+                if "role:slave" in text and "master_link_status:up" not in text:
+                    return False
+        return True
+    # A replica that never synchronised would refuse to take over.
+    wait_for(replicas_linked, timeout=60, what="replicas linked to their primaries")
+
+
+def node_id(node):
+    with node.conn() as c:
+        return c.call("CLUSTER", "MYID").decode()
+
+
+def client(node):
+    return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", node.port)])
+
+
+def percentile(samples, p):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else 0.0
+
+
+class Writer:
+    """SETs `prefix:N` at `rate` per second on a thread of its own until
+    stopped; records (time sent, latency ms) of each acknowledged write, the
+    keys acknowledged, and (time, error) of each failure."""
+
+    def __init__(self, entry_node, rate, prefix="live"):
+        self.entry, self.rate, self.prefix = entry_node, rate, prefix
+        self.latencies, self.acknowledged, self.errors = [], [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        writer = client(self.entry)
+        interval, next_at, i = 1.0 / self.rate, time.perf_counter(), 0
+        while not self._stop.is_set():
+            now = time.perf_counter()
+            if now < next_at:
+                time.sleep(next_at - now)
+            next_at += interval
+            key, sent = f"{self.prefix}:{i}", time.perf_counter()
+            try:
+                writer.set(key, i)
+                self.latencies.append((sent, (time.perf_counter() - sent) * 1000))
+                self.acknowledged.append((key, i))
+            except Exception as e:  # noqa: BLE001 — every error the client saw is counted
+                self.errors.append((sent, f"{type(e).__name__}: {e}"))
+            i += 1
+
+
+def lost_keys(reader, expected):
+    """How many of `expected` (key, value) pairs do not read back."""
+    lost = 0
+    for start in range(0, len(expected), 5000):
+        chunk = expected[start:start + 5000]
+        values = reader.mget_nonatomic([k for k, _ in chunk])
+        lost += sum(1 for (_, v), got in zip(chunk, values) if got != str(v).encode())
+    return lost
