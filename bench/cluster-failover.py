@@ -72,10 +72,9 @@ def run(kind, keel_bin, preload, rate):
         writer.stop()
         after = [(sent, e) for sent, e in writer.errors if sent >= killed_at]
         window = (after[-1][0] - killed_at) if after else 0.0
-        expected = [(f"pre:{i}", i) for i in range(preload)] + writer.acknowledged
         return {"kind": kind, "window_s": window, "failed": len(after),
-                "acknowledged": len(writer.acknowledged),
-                "lost": lost_keys(client(survivor), expected)}
+                "acknowledged": len(writer.latencies),
+                "lost": lost_keys(client(survivor), preload, writer.acknowledged)}
     finally:
         for n in nodes:
             n.cleanup()

@@ -78,13 +78,17 @@ def percentile(samples, p):
 
 
 class Writer:
-    """SETs `prefix:N` at `rate` per second on a thread of its own until
-    stopped; records (time sent, latency ms) of each acknowledged write, the
-    keys acknowledged, and (time, error) of each failure."""
+    """Writes at `rate` per second on a thread of its own until stopped: SET
+    of a new key `live:N`, and, when `overwrite` > 0, every other request a
+    SET of an existing key `pre:M` (M below `overwrite`) to a new value, so
+    that keys being moved are written too. Records (time sent, latency ms)
+    of each acknowledged write, the last value acknowledged for each key,
+    and (time, error) of each failure."""
 
-    def __init__(self, entry_node, rate, prefix="live"):
-        self.entry, self.rate, self.prefix = entry_node, rate, prefix
-        self.latencies, self.acknowledged, self.errors = [], [], []
+    def __init__(self, entry_node, rate, overwrite=0):
+        self.entry, self.rate, self.overwrite = entry_node, rate, overwrite
+        self.latencies, self.errors = [], []
+        self.acknowledged = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run)
 
@@ -104,18 +108,27 @@ class Writer:
             if now < next_at:
                 time.sleep(next_at - now)
             next_at += interval
-            key, sent = f"{self.prefix}:{i}", time.perf_counter()
+            if self.overwrite and i % 2:
+                key = f"pre:{(i * 7919) % self.overwrite}"
+            else:
+                key = f"live:{i}"
+            sent = time.perf_counter()
             try:
                 writer.set(key, i)
                 self.latencies.append((sent, (time.perf_counter() - sent) * 1000))
-                self.acknowledged.append((key, i))
+                self.acknowledged[key] = i
             except Exception as e:  # noqa: BLE001 — every error the client saw is counted
                 self.errors.append((sent, f"{type(e).__name__}: {e}"))
             i += 1
 
 
-def lost_keys(reader, expected):
-    """How many of `expected` (key, value) pairs do not read back."""
+def lost_keys(reader, preload, acknowledged):
+    """How many of the `preload` keys `pre:N` (value N unless overwritten)
+    and of the `acknowledged` writes do not read back with their last
+    acknowledged value."""
+    expected = {f"pre:{i}": i for i in range(preload)}
+    expected.update(acknowledged)
+    expected = list(expected.items())
     lost = 0
     for start in range(0, len(expected), 5000):
         chunk = expected[start:start + 5000]

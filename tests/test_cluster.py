@@ -1491,3 +1491,47 @@ def test_replicas_serve_reads_and_take_over(replicated, server_kind, keel_bin):
         assert client.get(key) == "after"
     finally:
         client.close()
+
+
+@pytest.mark.keel_differs(reason="keel's own INFO fields and metrics: keys per slot")
+def test_keys_per_slot_in_info_and_metrics(start_server):
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    metrics_port = free_port()
+    node = start_server(cluster_directives(**{"metrics-port": metrics_port}))
+    assert call(node, "CLUSTER", "ADDSLOTSRANGE", 0, 16383) == OK
+    keys = ["{a}1", "{a}2", "{a}3", "{b}1"]
+    for key in keys:
+        assert call(node, "SET", key, "v") == OK
+    slot_a, slot_b = key_slot(b"a"), key_slot(b"b")
+    with node.conn() as c:
+        fields = info_dict(c.call("INFO", "cluster"))
+    assert fields["cluster_enabled"] == "1"
+    assert fields["cluster_slots_served"] == "16384"
+    assert fields["cluster_slots_with_keys"] == "2"
+    assert fields["cluster_slot_keys_max"] == f"slot={slot_a},keys=3"
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    family = next(f for f in text_string_to_metric_families(text) if f.name == "keel_cluster_slot_keys")
+    assert {s.labels["slot"]: s.value for s in family.samples} == {str(slot_a): 3, str(slot_b): 1}
+    assert call(node, "DEL", "{b}1") == 1
+    assert call(node, "CLUSTER", "COUNTKEYSINSLOT", slot_b) == 0
+
+
+def test_keel_keyspace_visits_every_primary(healthy, rc, keel_bin):
+    import json
+
+    for i in range(600):
+        rc.set(f"ks:user:{i}", "x" * 20)
+    for i in range(150):
+        rc.set(f"ks:session:{i}", "y" * 40)
+    report = subprocess.run([str(keel_bin.parent / "keel-keyspace"), "-p", str(healthy.nodes[1].port),
+                             "-q", "--json"], capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    assert report.returncode == 0, report.stderr
+    parsed = json.loads(report.stdout)
+    keys = {p["pattern"]: p["keys"]["value"] for p in parsed["patterns"]}
+    assert keys == {"ks:user:*": 600, "ks:session:*": 150}
+    assert parsed["population"] == 750
+    assert "3 primaries of the cluster" in parsed["server"]["addr"]

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         }
     };
     let inferrer = Inferrer::new(&opts.separators, opts.rules.clone());
-    let collected = match rt.block_on(walk::collect(&opts, &inferrer)) {
+    let collected = match rt.block_on(walk::collect_all(&opts, &inferrer)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("keel-keyspace: {e}");

@@ -646,3 +646,109 @@ mod tests {
         assert!((0..1000).all(|_| rng.below(7) < 7));
     }
 }
+
+/// Walks every primary of the cluster when `opts` names a cluster node
+/// (each primary with its share of `--sample`, in proportion to its keys),
+/// else the one server, and merges what they hold into one report.
+pub async fn collect_all(opts: &Options, inferrer: &Inferrer) -> Result<Collected, ClientError> {
+    let Some(primaries) = cluster_primaries(opts).await? else {
+        return collect(opts, inferrer).await;
+    };
+    let total: u64 = primaries.iter().map(|p| p.2).sum();
+    let started = Instant::now();
+    let mut merged: Option<Collected> = None;
+    for (host, port, keys) in &primaries {
+        let mut node = opts.clone();
+        (node.host, node.port) = (host.clone(), *port);
+        if let Some(n) = opts.sample {
+            node.sample = Some((n * keys).div_ceil(total.max(1)).max(1));
+        }
+        let walked = collect(&node, inferrer).await?;
+        merged = Some(match merged {
+            None => walked,
+            Some(so_far) => merge(so_far, walked),
+        });
+    }
+    let mut merged = merged
+        .ok_or_else(|| ClientError::Server("the cluster has no primary serving slots".into()))?;
+    merged.server.addr = format!(
+        "{} primaries of the cluster of {}:{}",
+        primaries.len(),
+        opts.host,
+        opts.port
+    );
+    merged.elapsed = started.elapsed();
+    Ok(merged)
+}
+
+/// The primaries serving slots (host, port, DBSIZE) when `opts` names a
+/// cluster node; `None` for a server outside cluster mode.
+async fn cluster_primaries(opts: &Options) -> Result<Option<Vec<(String, u16, u64)>>, ClientError> {
+    let mut conn = open_node(opts, &opts.host, opts.port).await?;
+    let info = text(&conn.request(&["INFO", "cluster"]).await?).unwrap_or_default();
+    if !info.lines().any(|l| l.trim() == "cluster_enabled:1") {
+        return Ok(None);
+    }
+    let nodes = text(&conn.request(&["CLUSTER", "NODES"]).await?).unwrap_or_default();
+    let mut primaries = Vec::new();
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let serving =
+            fields.len() > 8 && fields[2].contains("master") && !fields[2].contains("fail");
+        let address = fields.get(1).and_then(|a| a.split(['@', ',']).next());
+        let Some((host, port)) = address.filter(|_| serving).and_then(|a| a.rsplit_once(':'))
+        else {
+            continue;
+        };
+        let host = if host.is_empty() {
+            opts.host.clone()
+        } else {
+            host.to_string()
+        };
+        let port: u16 = port
+            .parse()
+            .map_err(|_| ClientError::Protocol(format!("CLUSTER NODES: bad address {line}")))?;
+        let keys = match open_node(opts, &host, port)
+            .await?
+            .request(&["DBSIZE"])
+            .await?
+        {
+            Frame::Integer(n) => n.max(0) as u64,
+            other => {
+                return Err(ClientError::Server(format!(
+                    "DBSIZE on {host}:{port}: {other:?}"
+                )))
+            }
+        };
+        primaries.push((host, port, keys));
+    }
+    Ok(Some(primaries))
+}
+
+/// A connection to `host:port` with `opts`'s credentials, database 0.
+async fn open_node(opts: &Options, host: &str, port: u16) -> Result<Conn, ClientError> {
+    let (user, password) = (opts.user.as_deref(), opts.password.as_deref());
+    Conn::open(host, port, user, password, 0, opts.timeout).await
+}
+
+/// One report of two primaries' walks.
+fn merge(mut into: Collected, other: Collected) -> Collected {
+    into.server.dbsize += other.server.dbsize;
+    into.population += other.population;
+    for (pattern, stats) in other.by_pattern {
+        into.by_pattern.entry(pattern).or_default().extend(stats);
+    }
+    if let (Some(all), Some(more)) = (&mut into.all_raw_patterns, other.all_raw_patterns) {
+        all.extend(more);
+    }
+    for (command, n, message) in other.gaps.missing {
+        into.gaps.count(&command, n, &message);
+    }
+    into.gaps.vanished += other.gaps.vanished;
+    for note in other.gaps.notes {
+        if !into.gaps.notes.contains(&note) {
+            into.gaps.notes.push(note);
+        }
+    }
+    into
+}

@@ -244,6 +244,24 @@ fn render(server: &Server) -> String {
     for (db, s) in &databases {
         out.sample("keel_db_expiring_keys", &[("db", db)], s.expires);
     }
+    if server.cluster.is_some() {
+        out.family(
+            "keel_cluster_slot_keys",
+            "gauge",
+            "Keys per hash slot on this cluster node (CLUSTER COUNTKEYSINSLOT), slots holding keys only.",
+        );
+        let counts = server
+            .store
+            .db(0, now_ms)
+            .keys_per_slot(keel_topology::SLOTS);
+        for (slot, &keys) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+            out.sample(
+                "keel_cluster_slot_keys",
+                &[("slot", &slot.to_string())],
+                keys,
+            );
+        }
+    }
     out.single(
         "keel_connected_clients",
         "gauge",

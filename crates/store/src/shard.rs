@@ -223,6 +223,16 @@ impl Shard {
             .map_or(0, |&n| n as usize)
     }
 
+    /// Adds this shard's keys per hash slot to `totals` (one entry per
+    /// slot); nothing when the shard does not count slots.
+    pub fn add_slot_counts(&self, totals: &mut [u64]) {
+        if let Some(keys) = &self.slot_keys {
+            for (total, &count) in totals.iter_mut().zip(keys.counts.iter()) {
+                *total += u64::from(count);
+            }
+        }
+    }
+
     /// Up to `max` live keys of hash slot `slot`, skipping the walk when
     /// the shard holds none.
     pub fn keys_of_slot(&self, slot: u16, max: usize, now_ms: u64) -> Vec<&[u8]> {

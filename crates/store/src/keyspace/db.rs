@@ -269,6 +269,16 @@ impl<'a> Db<'a> {
             .sum()
     }
 
+    /// Keys held in each of `slots` hash slots (INFO and the metrics of a
+    /// cluster node), expired ones not yet reclaimed included.
+    pub fn keys_per_slot(&self, slots: usize) -> Vec<u64> {
+        let mut totals = vec![0; slots];
+        for shard_no in 0..SHARDS_PER_DB {
+            read_lock(self.store, self.index, shard_no).add_slot_counts(&mut totals);
+        }
+        totals
+    }
+
     /// Up to `max` live keys of hash slot `slot` (CLUSTER GETKEYSINSLOT):
     /// only shards holding some are walked.
     pub fn keys_of_slot(&self, slot: u16, max: usize) -> Vec<Vec<u8>> {

@@ -15,15 +15,21 @@
 //! bounds all of it: connecting, writing and reading each get only what
 //! is left of one deadline, so the worker's other clients wait at most
 //! that long (plus a host name lookup; Redis blocks every client for up
-//! to `timeout` per step). No shard is locked while the socket is in use:
-//! values are serialized under their shard's read lock first, and sources
-//! deleted under the write lock after the replies.
+//! to `timeout` per step). Outside cluster mode no shard is locked while
+//! the socket is in use: values are serialized under their shard's read
+//! lock first, and sources deleted under the write lock after the replies,
+//! unless a write changed them meanwhile. A cluster node moving a slot
+//! needs Redis's atomicity instead (a key deleted here meanwhile would come
+//! back from the target's copy once the slot has moved), so it holds the
+//! keys' shard locks for the whole exchange: writes to those shards wait
+//! for it, as every Redis client waits for Redis's MIGRATE.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use keel_store::{Entry, MultiWrite};
 
 use crate::cmd::context::serialized::dump_payload;
 use crate::cmd::context::{errors, is, parse_i64, Ctx, Error, Events, Spec, BASE};
@@ -123,7 +129,10 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let timeout = parse_i64(&args[5])?;
     let db_index = parse_i64(&args[4])?;
     let timeout_ms = if timeout <= 0 { 1000 } else { timeout };
-    let outgoing = serialize(ctx, options.keys);
+    let cluster_mode = ctx.server.cluster.is_some();
+    let db = ctx.db();
+    let mut held = cluster_mode.then(|| db.write_many(options.keys));
+    let outgoing = serialize(ctx, options.keys, held.as_ref());
     if outgoing.is_empty() {
         ctx.w().simple("NOKEY");
         return Ok(());
@@ -144,7 +153,6 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Err(writing_error()),
         Err(_) => return Err("IOERR error or timeout connecting to the client".into()),
     };
-    let cluster_mode = ctx.server.cluster.is_some();
     let request = request(&options, db_index, &outgoing, cluster_mode);
     if link.send(&request).is_err() {
         return Err(writing_error());
@@ -176,21 +184,28 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
         }
     }
     if !options.copy {
-        let db = ctx.db();
+        let mut removed = Vec::new();
         for item in restored {
-            let mut shard = db.write(item.key);
-            // Redis's MIGRATE is atomic; keel's waits for the target with no
-            // lock held, so a write in the meantime leaves a value that was
-            // never sent: it stays.
-            let sent = shard
-                .peek(item.key)
-                .is_some_and(|entry| dump_payload(ctx, entry.value()) == item.payload);
-            if let Some(old) = sent.then(|| shard.remove(item.key)).flatten() {
-                drop(shard);
-                crate::lazyfree::free(old);
+            let old = match held.as_mut() {
+                // Nothing changed since it was sent: the locks were held.
+                Some(locked) => locked.shard(item.key).remove(item.key),
+                None => {
+                    let mut shard = db.write(item.key);
+                    // Without the locks held, a write in the meantime leaves
+                    // a value that was never sent: it stays.
+                    let sent = shard
+                        .peek(item.key)
+                        .is_some_and(|entry| dump_payload(ctx, entry.value()) == item.payload);
+                    sent.then(|| shard.remove(item.key)).flatten()
+                }
+            };
+            if let Some(old) = old {
+                removed.push(old);
                 ctx.notify(Events::GENERIC, "del", item.key);
             }
         }
+        drop(held);
+        removed.into_iter().for_each(crate::lazyfree::free);
     }
     match target_error {
         Some(line) => Err(format!(
@@ -206,25 +221,29 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     }
 }
 
-/// The keys that exist, serialized, each under its shard's read lock.
-fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes]) -> Vec<Outgoing<'a>> {
+/// The keys that exist, serialized: under the shard locks `held`, or each
+/// under its shard's read lock.
+fn serialize<'a>(ctx: &Ctx, keys: &'a [Bytes], held: Option<&MultiWrite>) -> Vec<Outgoing<'a>> {
     let db = ctx.db();
     let mut outgoing = Vec::new();
     for key in keys {
-        let shard = db.read(key);
-        let entry = shard.get(key);
-        ctx.count_lookup(key, entry.is_some());
-        let Some(entry) = entry else {
-            continue;
+        let mut add = |entry: Option<&Entry>| {
+            ctx.count_lookup(key, entry.is_some());
+            if let Some(entry) = entry {
+                let ttl_ms = entry
+                    .expire_at_ms()
+                    .map_or(0, |at| (at as i64 - ctx.now_ms as i64).max(1));
+                outgoing.push(Outgoing {
+                    key,
+                    ttl_ms,
+                    payload: dump_payload(ctx, entry.value()),
+                });
+            }
         };
-        let ttl_ms = entry
-            .expire_at_ms()
-            .map_or(0, |at| (at as i64 - ctx.now_ms as i64).max(1));
-        outgoing.push(Outgoing {
-            key,
-            ttl_ms,
-            payload: dump_payload(ctx, entry.value()),
-        });
+        match held {
+            Some(locked) => add(locked.peek(key)),
+            None => add(db.read(key).get(key)),
+        }
     }
     outgoing
 }

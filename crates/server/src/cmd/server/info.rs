@@ -464,10 +464,30 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 put(&format!("errorstat_{code}"), format!("count={count}"));
             }
         }
-        "cluster" => put(
-            "cluster_enabled",
-            u8::from(server.cluster.is_some()).to_string(),
-        ),
+        "cluster" => {
+            put(
+                "cluster_enabled",
+                u8::from(server.cluster.is_some()).to_string(),
+            );
+            if let Some(cluster) = &server.cluster {
+                // keel's own: how the keys spread over the slots served here.
+                let view = cluster.view();
+                let counts = server
+                    .store
+                    .db(0, now_ms)
+                    .keys_per_slot(keel_topology::SLOTS);
+                let with_keys = counts.iter().filter(|&&n| n > 0).count();
+                let (busiest, most) = (counts.iter().enumerate())
+                    .max_by_key(|&(_, &n)| n)
+                    .map_or((0, 0), |(slot, &n)| (slot, n));
+                put("cluster_slots_served", view.me().slot_count().to_string());
+                put("cluster_slots_with_keys", with_keys.to_string());
+                put(
+                    "cluster_slot_keys_max",
+                    format!("slot={busiest},keys={most}"),
+                );
+            }
+        }
         "keyspace" => {
             for index in 0..server.store.databases() {
                 let s = server.store.db(index, now_ms).stats();
