@@ -617,36 +617,6 @@ pub async fn collect(opts: &Options, inferrer: &Inferrer) -> Result<Collected, C
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reservoir_is_uniform_enough() {
-        // 10 keys, keep 3, 30,000 runs: each key kept ~9,000 times.
-        let mut rng = Rng::new(7);
-        let mut hits = [0u32; 10];
-        for _ in 0..30_000 {
-            let mut r = Reservoir::new(3);
-            for i in 0..10u8 {
-                r.offer(Bytes::from(vec![i]), &mut rng);
-            }
-            for k in r.into_items() {
-                hits[k[0] as usize] += 1;
-            }
-        }
-        for h in hits {
-            assert!((8_500..9_500).contains(&h), "{hits:?}");
-        }
-    }
-
-    #[test]
-    fn rng_below_stays_in_range() {
-        let mut rng = Rng::new(1);
-        assert!((0..1000).all(|_| rng.below(7) < 7));
-    }
-}
-
 /// Walks every primary of the cluster when `opts` names a cluster node
 /// (each primary with its share of `--sample`, in proportion to its keys),
 /// else the one server, and merges what they hold into one report.
@@ -751,4 +721,34 @@ fn merge(mut into: Collected, other: Collected) -> Collected {
         }
     }
     into
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservoir_is_uniform_enough() {
+        // 10 keys, keep 3, 30,000 runs: each key kept ~9,000 times.
+        let mut rng = Rng::new(7);
+        let mut hits = [0u32; 10];
+        for _ in 0..30_000 {
+            let mut r = Reservoir::new(3);
+            for i in 0..10u8 {
+                r.offer(Bytes::from(vec![i]), &mut rng);
+            }
+            for k in r.into_items() {
+                hits[k[0] as usize] += 1;
+            }
+        }
+        for h in hits {
+            assert!((8_500..9_500).contains(&h), "{hits:?}");
+        }
+    }
+
+    #[test]
+    fn rng_below_stays_in_range() {
+        let mut rng = Rng::new(1);
+        assert!((0..1000).all(|_| rng.below(7) < 7));
+    }
 }
