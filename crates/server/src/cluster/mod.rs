@@ -78,6 +78,14 @@ impl View {
         }
     }
 
+    /// Whether this node serves `slot`; `None` if no node does.
+    pub fn served_here(&self, slot: u16) -> Option<bool> {
+        match self.owners[slot as usize] {
+            NO_OWNER => None,
+            index => Some(index as usize == self.me),
+        }
+    }
+
     /// The nodes that replicate the node with id `primary`.
     pub fn replicas_of<'a>(&'a self, primary: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
         (self.topology.nodes.iter()).filter(move |n| n.primary_id() == Some(primary))
@@ -89,6 +97,13 @@ impl View {
             .filter(|n| n.is_primary() && !n.slots.is_empty())
             .count()
     }
+}
+
+/// A connection's copy of the view, as of one generation.
+#[derive(Default)]
+pub struct CachedView {
+    generation: u64,
+    view: Option<Arc<View>>,
 }
 
 /// The node's view, its file, and the settings that decide its state.
@@ -105,11 +120,10 @@ pub struct Cluster {
     pub allow_reads_when_down: AtomicBool,
 }
 
-/// A connection's copy of the view, as of one generation.
+/// A connection's cluster state: its copy of the view, ASKING, READONLY.
 #[derive(Default)]
 pub struct Session {
-    generation: u64,
-    view: Option<Arc<View>>,
+    pub view: CachedView,
     /// ASKING: the next command may touch a slot this node imports.
     pub asking: bool,
     /// READONLY: reads of its primary's slots are served on a replica.
@@ -158,15 +172,15 @@ impl Cluster {
         self.view.read().clone()
     }
 
-    /// The view as it is now, through `session`'s copy: the lock is taken
-    /// only when the view changed since the session last looked.
-    pub fn view_for<'a>(&self, session: &'a mut Session) -> &'a Arc<View> {
+    /// The view as it is now, through a connection's copy: the lock is
+    /// taken only when the view changed since the connection last looked.
+    pub fn view_for<'a>(&self, cached: &'a mut CachedView) -> &'a View {
         let generation = self.generation.load(Ordering::Acquire);
-        if session.view.is_none() || session.generation != generation {
-            session.view = Some(self.view());
-            session.generation = generation;
+        if cached.view.is_none() || cached.generation != generation {
+            cached.view = Some(self.view());
+            cached.generation = generation;
         }
-        session.view.as_ref().expect("set above")
+        cached.view.as_ref().expect("set above")
     }
 
     /// Whether the cluster serves requests (`cluster_state:ok`).

@@ -23,7 +23,7 @@
 
 use bytes::Bytes;
 
-use super::{Cluster, Session, View};
+use super::{Cluster, View};
 use crate::cmd::context::{keys_of, Spec};
 use crate::server::Server;
 
@@ -62,34 +62,51 @@ pub fn names_keys(spec: &Spec) -> bool {
     spec.keys != (0, 0, 0) || spec.has_flag("movablekeys") || spec.name == "exec"
 }
 
-/// The slot-hashed names `args` gives command `spec`: its keys, or its
-/// shard channels; and whether they are shard channels.
-fn hashed_names<'a>(spec: &Spec, args: &'a [Bytes]) -> (Vec<&'a Bytes>, bool) {
+/// Whether command `spec` names shard channels rather than keys.
+fn names_shard_channels(spec: &Spec) -> bool {
+    matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe")
+}
+
+/// Calls `visit` with each slot-hashed name `args` gives command `spec`
+/// (its keys, or its shard channels), stopping at the first error. Keys
+/// at fixed positions are visited without collecting them.
+fn visit_names<'a>(
+    spec: &Spec,
+    args: &'a [Bytes],
+    mut visit: impl FnMut(&'a Bytes) -> Result<(), Redirect>,
+) -> Result<(), Redirect> {
     match spec.name {
-        "spublish" => (args.get(1).into_iter().collect(), true),
-        "ssubscribe" | "sunsubscribe" => (args[1..].iter().collect(), true),
-        _ => (keys_of(spec, args).unwrap_or_default(), false),
+        "spublish" => args.get(1).map_or(Ok(()), visit),
+        "ssubscribe" | "sunsubscribe" => args[1..].iter().try_for_each(visit),
+        _ if spec.getkeys.is_none() && !spec.has_flag("movablekeys") => {
+            (spec.key_positions(args.len())).try_for_each(|i| visit(&args[i]))
+        }
+        _ => (keys_of(spec, args).unwrap_or_default())
+            .into_iter()
+            .try_for_each(visit),
     }
 }
 
-/// What a request is, for routing: its commands (one, or EXEC's queue).
+/// What a request is, for routing.
 pub struct Request<'a> {
-    pub commands: Vec<(&'static Spec, &'a [Bytes])>,
+    /// Its commands: one, or EXEC's queue.
+    pub commands: &'a [(&'static Spec, &'a [Bytes])],
     /// One of them writes.
     pub writes: bool,
     /// The command routed is MIGRATE.
     pub is_migrate: bool,
-    /// The command routed has Redis's `asking` flag (RESTORE-ASKING).
-    pub asking_flag: bool,
+    /// The client sent ASKING, or the command has Redis's `asking` flag
+    /// (RESTORE-ASKING).
+    pub asking: bool,
+    /// The client sent READONLY.
+    pub readonly: bool,
 }
 
-/// Where `request` is served, for a client whose session is `session`:
-/// `Ok` here, or the redirection.
+/// Where `request` is served: `Ok` here, or the redirection.
 pub fn route(
     server: &Server,
     cluster: &Cluster,
     view: &View,
-    session: &Session,
     request: &Request,
     now_ms: u64,
 ) -> Result<(), Redirect> {
@@ -98,20 +115,20 @@ pub fn route(
     let (mut missing, mut existing) = (0usize, 0usize);
     let me = view.me();
     let mut moving = Moving::No;
-    for &(spec, args) in &request.commands {
-        let (names, channels) = hashed_names(spec, args);
+    for &(spec, args) in request.commands {
+        let channels = names_shard_channels(spec);
         shard_channels |= channels;
-        for name in names {
+        visit_names(spec, args, |name| {
             let slot = keel_topology::key_slot(name);
             match first {
                 None => {
                     first = Some((name, slot));
-                    let Some(owner) = view.owner(slot) else {
+                    let Some(serves_here) = view.served_here(slot) else {
                         return Err(Redirect::Unbound);
                     };
-                    moving = if owner.id == me.id && me.migrating.contains_key(&slot) {
+                    moving = if serves_here && me.migrating.contains_key(&slot) {
                         Moving::Out
-                    } else if owner.id != me.id && me.importing.contains_key(&slot) {
+                    } else if !serves_here && me.importing.contains_key(&slot) {
                         Moving::In
                     } else {
                         Moving::No
@@ -132,7 +149,8 @@ pub fn route(
                     missing += 1;
                 }
             }
-        }
+            Ok(())
+        })?;
     }
     let Some((_, slot)) = first else {
         return Ok(());
@@ -162,18 +180,18 @@ pub fn route(
             None => Err(Redirect::Unbound),
         };
     }
-    if moving == Moving::In && (session.asking || request.asking_flag) {
+    if moving == Moving::In && request.asking {
         if multiple_keys && missing > 0 {
             return Err(Redirect::TryAgain);
         }
         return Ok(());
     }
-    let owner = view.owner(slot).expect("checked above");
-    if owner.id == me.id {
+    if view.served_here(slot) == Some(true) {
         return Ok(());
     }
+    let owner = view.owner(slot).expect("checked above");
     let reads_its_primary = me.primary_id() == Some(owner.id.as_str());
-    if (session.readonly || shard_channels) && !request.writes && reads_its_primary {
+    if (request.readonly || shard_channels) && !request.writes && reads_its_primary {
         return Ok(());
     }
     Err(Redirect::Moved {

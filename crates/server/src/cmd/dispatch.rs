@@ -369,23 +369,29 @@ fn routed_elsewhere(ctx: &mut Ctx, spec: &'static Spec, args: &[Bytes]) -> Optio
     if ctx.client.is_primary_link || !route::names_keys(spec) {
         return None;
     }
-    let table = &ctx.server.commands;
-    let commands: Vec<(&'static Spec, &[Bytes])> = match &ctx.client.tx.queued {
-        Some(queued) if spec.name == "exec" => (queued.iter())
-            .filter_map(|q| resolve(table, q).ok().map(|id| (table.specs[id], &q[..])))
-            .collect(),
+    let (server, client) = (ctx.server, &mut *ctx.client);
+    let table = &server.commands;
+    let single = [(spec, args)];
+    let queued: Vec<(&'static Spec, &[Bytes])>;
+    let commands: &[(&'static Spec, &[Bytes])] = match &client.tx.queued {
+        Some(transaction) if spec.name == "exec" => {
+            queued = (transaction.iter())
+                .filter_map(|q| resolve(table, q).ok().map(|id| (table.specs[id], &q[..])))
+                .collect();
+            &queued
+        }
         _ if spec.name == "exec" => return None,
-        _ => vec![(spec, args)],
+        _ => &single,
     };
     let request = Request {
-        writes: commands.iter().any(|(spec, _)| spec.has_flag("write")),
         commands,
+        writes: commands.iter().any(|(spec, _)| spec.has_flag("write")),
         is_migrate: spec.name == "migrate",
-        asking_flag: spec.has_flag("asking"),
+        asking: client.cluster.asking || spec.has_flag("asking"),
+        readonly: client.cluster.readonly,
     };
-    let view = cluster.view_for(&mut ctx.client.cluster).clone();
-    let session = &ctx.client.cluster;
-    route::route(ctx.server, cluster, &view, session, &request, ctx.now_ms).err()
+    let view = cluster.view_for(&mut client.cluster.view);
+    route::route(server, cluster, view, &request, ctx.now_ms).err()
 }
 
 /// `replica-read-only`.
