@@ -47,12 +47,10 @@ run() {
   local server=$1 user=$2 test=$3 pipeline=$4 round=$5 n=$requests auth=()
   [ "$pipeline" -gt 1 ] && n=$((requests * 4))
   [ "$user" = restricted ] && auth=(--user restricted -a pw)
-  local cpu0 cpu1
-  cpu0=$(cpu_ns "${pid[$server]}")
-  redis-benchmark -p "${port[$server]}" "${auth[@]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q -t "$test" \
-    >/dev/null 2>&1
-  cpu1=$(cpu_ns "${pid[$server]}")
-  python3 -c "import json; print(json.dumps({'server': '$server', 'user': '$user', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
+  local us
+  us=$(cpu_us_per_request "${pid[$server]}" "$n" -p "${port[$server]}" "${auth[@]}" -c 50 -r 100000 \
+    -P "$pipeline" -q -t "$test")
+  python3 -c "import json; print(json.dumps({'server': '$server', 'user': '$user', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'cpu_us_per_req': $us}))" >>"$records"
 }
 
 order=(redis keel)

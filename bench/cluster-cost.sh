@@ -58,11 +58,9 @@ record "requests=$requests (x4 at P=16) rounds=$rounds; keel=$keel --threads 1; 
 run() {
   local name=$1 test=$2 pipeline=$3 round=$4 n=$requests
   [ "$pipeline" -gt 1 ] && n=$((requests * 4))
-  local cpu0 cpu1
-  cpu0=$(cpu_ns "${pid[$name]}")
-  redis-benchmark -p "${port[$name]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q -t "$test" >/dev/null 2>&1
-  cpu1=$(cpu_ns "${pid[$name]}")
-  python3 -c "import json; print(json.dumps({'name': '$name', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
+  local us
+  us=$(cpu_us_per_request "${pid[$name]}" "$n" -p "${port[$name]}" -c 50 -r 100000 -P "$pipeline" -q -t "$test")
+  python3 -c "import json; print(json.dumps({'name': '$name', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'cpu_us_per_req': $us}))" >>"$records"
 }
 
 order=(redis keel)

@@ -16,11 +16,9 @@ replica).
 """
 
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-from cluster_lib import Writer, client, form, lost_keys, start_nodes, wait_for
+from cluster_lib import Writer, bench_main, client, form, lost_keys, start_nodes, wait_for
 
 
 def roles(node):
@@ -80,29 +78,18 @@ def run(kind, keel_bin, preload, rate):
             n.cleanup()
 
 
-def main():
-    keel_bin = Path(sys.argv[1]).resolve()
-    preload = int(sys.argv[2]) if len(sys.argv) > 2 else 20_000
-    rate = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
-    out = sys.argv[4] if len(sys.argv) > 4 else None
-    rows = [run(kind, keel_bin, preload, rate) for kind in ("redis", "keel")]
-    lines = [
-        f"Three primaries with a replica each; {preload} keys preloaded; writer at {rate} SET/s; one primary killed with SIGKILL.",
+def table(rows, preload, rate):
+    by = {"redis": "the replica itself, after cluster-node-timeout 2000 ms",
+          "keel": "`keel-cluster failover`, run at once"}
+    return [
+        f"Three primaries with a replica each; {preload} keys preloaded; writer at {rate} SET/s; "
+        "one primary killed with SIGKILL.",
         "",
         "| server | failover by | errors seen for | failed requests | acknowledged writes | not read back |",
         "|---|---|---|---|---|---|",
-    ]
-    by = {"redis": "the replica itself, after cluster-node-timeout 2000 ms",
-          "keel": "`keel-cluster failover`, run at once"}
-    for r in rows:
-        lines.append(f"| {r['kind']} | {by[r['kind']]} | {r['window_s']:.2f} s | {r['failed']} | "
-                     f"{r['acknowledged']} | {r['lost']} |")
-    text = "\n".join(lines)
-    print(text)
-    if out:
-        with open(out, "a") as f:
-            f.write(text + "\n")
+    ] + [f"| {r['kind']} | {by[r['kind']]} | {r['window_s']:.2f} s | {r['failed']} | "
+         f"{r['acknowledged']} | {r['lost']} |" for r in rows]
 
 
 if __name__ == "__main__":
-    main()
+    bench_main(run, 20_000, 1000, table)

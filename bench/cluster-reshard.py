@@ -20,14 +20,11 @@ cluster client: its latencies include Python's overhead, the same for both
 servers. The machine has 2 shared cores; compare the servers, not absolutes.
 """
 
-import shutil
 import statistics
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-from cluster_lib import Writer, client, form, lost_keys, node_id, percentile, start_nodes
+from cluster_lib import Writer, bench_main, client, form, lost_keys, node_id, percentile, start_nodes
 
 MOVED_SLOTS = 5461
 
@@ -74,31 +71,18 @@ def run(kind, keel_bin, preload, rate):
             n.cleanup()
 
 
-def main():
-    keel_bin = Path(sys.argv[1]).resolve()
-    preload = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    rate = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
-    out = sys.argv[4] if len(sys.argv) > 4 else None
-    if shutil.which("redis-cli") is None:
-        sys.exit("redis-cli not found")
-    rows = [run(kind, keel_bin, preload, rate) for kind in ("redis", "keel")]
-    lines = [
-        f"Preloaded {preload} keys; writer at {rate} SET/s; {MOVED_SLOTS} slots moved from the first primary to the second.",
+def table(rows, preload, rate):
+    return [
+        f"Preloaded {preload} keys; writer at {rate} SET/s; {MOVED_SLOTS} slots moved from the first "
+        "primary to the second.",
         "",
-        "| server | move took | writes during the move | p50 ms | p99 ms | p99.9 ms | worst ms | errors seen | acknowledged writes | keys lost |",
+        "| server | move took | writes during the move | p50 ms | p99 ms | p99.9 ms | worst ms | errors seen "
+        "| acknowledged writes | keys lost |",
         "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['kind']} | {r['move_s']:.1f} s | {r['writes_during']} | {r['p50']:.2f} | {r['p99']:.2f} | "
-            f"{r['p999']:.2f} | {r['worst']:.1f} | {r['errors']} {' '.join(r['error_kinds'])} | "
-            f"{r['acknowledged']} | {r['lost']} |")
-    text = "\n".join(lines)
-    print(text)
-    if out:
-        with open(out, "a") as f:
-            f.write(text + "\n")
+    ] + [f"| {r['kind']} | {r['move_s']:.1f} s | {r['writes_during']} | {r['p50']:.2f} | {r['p99']:.2f} | "
+         f"{r['p999']:.2f} | {r['worst']:.1f} | {r['errors']} {' '.join(r['error_kinds'])} | "
+         f"{r['acknowledged']} | {r['lost']} |" for r in rows]
 
 
 if __name__ == "__main__":
-    main()
+    bench_main(run, 100_000, 2000, table)

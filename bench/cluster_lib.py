@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from support import ServerProcess, free_port, wait_for  # noqa: E402,F401
@@ -135,3 +136,20 @@ def lost_keys(reader, preload, acknowledged):
         values = reader.mget_nonatomic([k for k, _ in chunk])
         lost += sum(1 for (_, v), got in zip(chunk, values) if got != str(v).encode())
     return lost
+
+
+def bench_main(run, preload_default, rate_default, table):
+    """The command line of the cluster benchmarks, KEEL_BIN [PRELOAD_KEYS]
+    [RATE] [OUT]: runs `run(kind, keel_bin, preload, rate)` for redis-server,
+    then keel, and prints the Markdown lines `table(rows, preload, rate)`
+    gives, appending them to OUT if given."""
+    keel_bin = Path(sys.argv[1]).resolve()
+    preload = int(sys.argv[2]) if len(sys.argv) > 2 else preload_default
+    rate = int(sys.argv[3]) if len(sys.argv) > 3 else rate_default
+    out = sys.argv[4] if len(sys.argv) > 4 else None
+    rows = [run(kind, keel_bin, preload, rate) for kind in ("redis", "keel")]
+    text = "\n".join(table(rows, preload, rate))
+    print(text)
+    if out:
+        with open(out, "a") as f:
+            f.write(text + "\n")

@@ -144,6 +144,17 @@ cpu_ns() {
   awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / tck}' "/proc/$1/stat"
 }
 
+# CPU time (µs) process $1 spends per request while redis-benchmark sends
+# $2 requests with the arguments that follow.
+cpu_us_per_request() {
+  local pid=$1 n=$2 cpu0 cpu1
+  shift 2
+  cpu0=$(cpu_ns "$pid")
+  redis-benchmark -n "$n" "$@" >/dev/null 2>&1
+  cpu1=$(cpu_ns "$pid")
+  python3 -c "print(($cpu1 - $cpu0) / 1e3 / $n)"
+}
+
 # The PIDs of the servers a bench started; kill_servers_at_exit kills them
 # when it exits, however it exits.
 pids=()
