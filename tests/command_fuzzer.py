@@ -433,6 +433,20 @@ ARGUMENT_SYNTAX = {
     "acl|users": "",
     "acl|whoami": "",
     "acl|help": "",
+    # Outside cluster mode (the fuzzer's server) these only refuse.
+    "asking": "",
+    "readonly": "",
+    "readwrite": "",
+    "cluster|bumpepoch": "",
+    "cluster|flushslots": "",
+    "cluster|help": "",
+    "cluster|info": "",
+    "cluster|links": "",
+    "cluster|myid": "",
+    "cluster|nodes": "",
+    "cluster|saveconfig": "",
+    "cluster|shards": "",
+    "cluster|slots": "",
     "function|load": "[REPLACE] function-code:string",
     "function|list": "[LIBRARYNAME library-name-pattern:pattern] [WITHCODE]",
     "function|delete": "library-name:string",
@@ -481,7 +495,8 @@ BLOCKING = {name for name, syntax in ARGUMENT_SYNTAX.items()
 # A pause, a monitor or CLIENT REPLY OFF would stop the fuzzer's replies.
 EXCLUDED = {"shutdown", "save", "bgsave", "sync", "psync", "replicaof", "slaveof", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
             "ssubscribe", "sunsubscribe", "client|kill", "config|rewrite", "client|pause",
-            "monitor", "migrate", "acl", "acl|setuser", "acl|deluser", "acl|load", "acl|save"}
+            "monitor", "migrate", "acl", "acl|setuser", "acl|deluser", "acl|load", "acl|save",
+            "cluster", "cluster|settopology"}
 RARE = {"flushall": 0.05, "flushdb": 0.05, "pfselftest": 0.01}
 ARGUMENT_TYPES = {"key", "string", "integer", "double", "pattern", "unix-time"}
 

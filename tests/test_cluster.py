@@ -1540,3 +1540,13 @@ def test_keel_keyspace_visits_every_primary(healthy, rc, keel_bin):
     assert keys == {"ks:user:*": 600, "ks:session:*": 150}
     assert parsed["population"] == 750
     assert "3 primaries of the cluster" in parsed["server"]["addr"]
+
+
+def test_no_cluster_scripts_are_refused_in_cluster_mode(lone_node):
+    script = "#!lua flags=no-cluster\nreturn 1"
+    refusal = "ERR Can not run script on cluster, 'no-cluster' flag is set."
+    assert call(lone_node, "EVAL", script, 0) == Err(refusal)
+    assert call(lone_node, "EVAL", "return 1", 0) == 1
+    library = "#!lua name=nocluster\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'no-cluster'}}"
+    assert call(lone_node, "FUNCTION", "LOAD", library) == b"nocluster"
+    assert call(lone_node, "FCALL", "f", 0) == Err(refusal)

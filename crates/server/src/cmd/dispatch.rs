@@ -278,15 +278,14 @@ fn dispatch(ctx: &mut Ctx, args: &[Bytes], reply_start: usize) {
     if let Some(redirect) = routed_elsewhere(ctx, spec, args) {
         // EXEC's transaction is dropped; a command being queued marks it
         // failed: Redis's order, and its plain error (no EXECABORT).
+        let error = redirect.error();
         if spec.name == "exec" {
             transaction::discard(server, ctx.client, now_ms);
-            ctx.w().error(&redirect.error());
-            ctx.server
-                .stats
-                .record_rejection(Some(id), &redirect.error());
+            ctx.w().error(&error);
+            ctx.server.stats.record_rejection(Some(id), &error);
             return;
         }
-        return reject(ctx, Some(id), redirect.error().into());
+        return reject(ctx, Some(id), error.into());
     }
     let subscribed = ctx.client.subscriptions.any();
     if subscribed && ctx.client.protocol == keel_resp::Protocol::Resp2 {

@@ -569,6 +569,11 @@ impl<'a> Session<'a> {
         let server = self.server;
         let compatible = flags.contains(ScriptFlags::EVAL_COMPAT_MODE);
         let writes = compatible || !flags.contains(ScriptFlags::NO_WRITES);
+        if !compatible && flags.contains(ScriptFlags::NO_CLUSTER) && server.cluster.is_some() {
+            return self
+                .w()
+                .error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+        }
         if !compatible && writes && read_only {
             return self
                 .w()
