@@ -25,8 +25,14 @@
 # requests (x10 at P=16, so that every run takes some 50 clock ticks of CPU),
 # no syscall count, no idle step. Each server's cheaper round counts, since
 # noise only ever adds CPU time. It fails if keel's CPU per request on any
-# command is above LIMIT (default 1.5) times Redis's in the same run: a
-# regression of several times, not a few percent.
+# command is above LIMIT (default 1.75) times Redis's in the same run: a
+# regression of several times, not a few percent. (Issue 24 set 1.5; on
+# 2026-11-26 afternoon LPUSH at P=16 measured 1.51-1.60 on both 7283465 and
+# this build, in four runs, so 1.5 failed at random. redis-benchmark's LPUSH
+# grows one list to millions of elements, keel's weak case: one array of all
+# element pointers, reallocated as it doubles, where Redis appends to 8 KB
+# nodes; see bench/results/2026-11-26-cluster.md. 1.5 returns once lists are
+# stored in chunks.)
 #
 # Defaults: 300000 requests at P=1, 3 rounds; IDLE_SECS (default 30),
 # SYSCALL_REQUESTS (default 20000) and TESTS (default "set get incr lpush hset
@@ -124,7 +130,7 @@ case ${1:-} in
     ;;
   --check)
     mode=check
-    limit=${2:-1.5}
+    limit=${2:-1.75}
     requests=100000
     pipelined_factor=10
     rounds=2
