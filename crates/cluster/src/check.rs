@@ -58,23 +58,17 @@ pub fn check(entry: &str) -> Result<bool, String> {
     let mut open = Vec::new();
     for member in &cluster.members {
         let Some(own) = member.itself() else { continue };
-        if !own.migrating.is_empty() {
-            let slots: Vec<String> = own.migrating.keys().map(u16::to_string).collect();
+        for (state, moving) in [("migrating", &own.migrating), ("importing", &own.importing)] {
+            if moving.is_empty() {
+                continue;
+            }
+            let slots: Vec<String> = moving.keys().map(u16::to_string).collect();
             println!(
-                "[WARNING] Node {} has slots in migrating state {}.",
+                "[WARNING] Node {} has slots in {state} state {}.",
                 member.address,
                 slots.join(",")
             );
-            open.extend(own.migrating.keys().copied());
-        }
-        if !own.importing.is_empty() {
-            let slots: Vec<String> = own.importing.keys().map(u16::to_string).collect();
-            println!(
-                "[WARNING] Node {} has slots in importing state {}.",
-                member.address,
-                slots.join(",")
-            );
-            open.extend(own.importing.keys().copied());
+            open.extend(moving.keys().copied());
         }
     }
     if !open.is_empty() {

@@ -465,12 +465,9 @@ impl Blocking {
             return;
         }
         let mut queues = self.queues.lock();
-        let mut waiters: Vec<Arc<Waiter>> = Vec::new();
-        for waiter in queues.values().flatten() {
-            if !waiters.iter().any(|w| Arc::ptr_eq(w, waiter)) {
-                waiters.push(waiter.clone());
-            }
-        }
+        // A waiter on several keys is listed once per key; `unqueue` finds
+        // it only the first time.
+        let waiters: Vec<Arc<Waiter>> = queues.values().flatten().cloned().collect();
         for waiter in waiters {
             let Some(error) = waiter.keys.first().and_then(|key| error_for(key)) else {
                 continue;

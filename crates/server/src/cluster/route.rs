@@ -210,13 +210,13 @@ pub fn blocked_key_error(cluster: &Cluster, view: &View, key: &[u8]) -> Option<c
         return Some(Redirect::Down.error().into());
     }
     let slot = keel_topology::key_slot(key);
-    let redirect = match view.owner(slot) {
+    let redirect = match view.served_here(slot) {
         None => Redirect::Unbound,
-        Some(owner) if owner.id == view.me().id => return None,
-        Some(_) if view.me().importing.contains_key(&slot) => return None,
-        Some(owner) => Redirect::Moved {
+        Some(true) => return None,
+        Some(false) if view.me().importing.contains_key(&slot) => return None,
+        Some(false) => Redirect::Moved {
             slot,
-            address: owner.address(),
+            address: view.owner(slot).expect("served elsewhere").address(),
         },
     };
     Some(redirect.error().into())
