@@ -7,11 +7,11 @@
 
 use rand::Rng;
 
-use super::{Limits, Listpack, Table};
+use super::{InlineBytes, Limits, Listpack, Table};
 use crate::size_class::allocated;
 
 /// One field and its value in a large hash.
-type Pair = (Box<[u8]>, Box<[u8]>);
+type Pair = (InlineBytes, InlineBytes);
 
 /// A hash value in one of its encodings.
 #[derive(Debug, Clone, PartialEq)]

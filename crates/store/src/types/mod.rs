@@ -11,6 +11,7 @@
 //! and the shard's byte count stays exact after every change.
 
 pub mod hash;
+pub mod inline_bytes;
 pub mod intset;
 pub mod list;
 pub mod listpack;
@@ -23,6 +24,7 @@ pub mod zset;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use hash::Hash;
+pub use inline_bytes::InlineBytes;
 pub use intset::IntSet;
 pub use list::{End, List};
 pub use listpack::Listpack;

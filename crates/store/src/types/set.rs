@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use rand::Rng;
 
-use super::{IntSet, Limits, Listpack, Table};
+use super::{InlineBytes, IntSet, Limits, Listpack, Table};
 use crate::size_class::allocated;
 use crate::value::parse_canonical_i64;
 
@@ -22,7 +22,7 @@ pub enum Set {
     /// Few short members in one buffer.
     Pack(Listpack),
     /// A hash table of members.
-    Table(Box<Table<Box<[u8]>>>),
+    Table(Box<Table<InlineBytes>>),
 }
 
 impl Default for Set {
@@ -55,7 +55,7 @@ impl Set {
         match self {
             Set::Ints(s) => allocated(s.heap_bytes()),
             Set::Pack(p) => allocated(p.heap_bytes()),
-            Set::Table(t) => allocated(std::mem::size_of::<Table<Box<[u8]>>>()) + t.heap_bytes(),
+            Set::Table(t) => allocated(std::mem::size_of::<Table<InlineBytes>>()) + t.heap_bytes(),
         }
     }
 
@@ -126,7 +126,7 @@ impl Set {
     fn convert_to_table(&mut self) {
         let mut table = Table::default();
         for member in self.iter() {
-            table.insert(member.into_owned().into_boxed_slice());
+            table.insert(member.into_owned().into());
         }
         *self = Set::Table(Box::new(table));
     }

@@ -18,6 +18,7 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rand::Rng;
 
+use super::InlineBytes;
 use crate::size_class::allocated;
 
 /// What a table stores: something keyed by bytes that knows its heap size.
@@ -29,35 +30,35 @@ pub trait Member {
 }
 
 /// A set member: its bytes.
-impl Member for Box<[u8]> {
+impl Member for InlineBytes {
     fn key(&self) -> &[u8] {
         self
     }
 
     fn heap_bytes(&self) -> usize {
-        allocated(self.len())
+        InlineBytes::heap_bytes(self)
     }
 }
 
 /// A hash field and its value.
-impl Member for (Box<[u8]>, Box<[u8]>) {
+impl Member for (InlineBytes, InlineBytes) {
     fn key(&self) -> &[u8] {
         &self.0
     }
 
     fn heap_bytes(&self) -> usize {
-        allocated(self.0.len()) + allocated(self.1.len())
+        self.0.heap_bytes() + self.1.heap_bytes()
     }
 }
 
 /// A sorted-set member and its score.
-impl Member for (Box<[u8]>, f64) {
+impl Member for (InlineBytes, f64) {
     fn key(&self) -> &[u8] {
         &self.0
     }
 
     fn heap_bytes(&self) -> usize {
-        allocated(self.0.len())
+        self.0.heap_bytes()
     }
 }
 
@@ -258,10 +259,14 @@ mod tests {
     #[test]
     fn matches_a_set_model_and_counts_member_bytes() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let mut table: Table<Box<[u8]>> = Table::default();
+        let mut table: Table<InlineBytes> = Table::default();
         let mut model = std::collections::HashSet::new();
         for _ in 0..20_000 {
-            let member: Box<[u8]> = format!("m{}", rng.gen_range(0..500)).into_bytes().into();
+            // Long members too, which are boxed.
+            let tail = "x".repeat(rng.gen_range(0..2) * 30);
+            let member: InlineBytes = format!("m{}{tail}", rng.gen_range(0..500))
+                .into_bytes()
+                .into();
             if rng.gen_bool(0.6) {
                 assert_eq!(table.insert(member.clone()).is_none(), model.insert(member));
             } else {
@@ -269,7 +274,7 @@ mod tests {
             }
             assert_eq!(table.len(), model.len());
         }
-        let recount: usize = table.iter().map(|m| allocated(m.len())).sum();
+        let recount: usize = table.iter().map(InlineBytes::heap_bytes).sum();
         assert_eq!(table.member_bytes, recount);
         let mut seen = std::collections::HashSet::new();
         let mut cursor = 0;

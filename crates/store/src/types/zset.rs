@@ -14,11 +14,11 @@
 use std::borrow::Cow;
 
 use super::ranktree::{compare, RankTree};
-use super::{Limits, Listpack, Table};
+use super::{InlineBytes, Limits, Listpack, Table};
 use crate::size_class::allocated;
 
 /// A member and its score in the table of a large sorted set.
-type Scored = (Box<[u8]>, f64);
+type Scored = (InlineBytes, f64);
 
 /// The full structure of a large sorted set.
 #[derive(Debug, Clone, Default)]
