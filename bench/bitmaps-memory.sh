@@ -26,7 +26,7 @@ for server in redis keel; do
   pid=$!
   wait_port "$port"
   used_before=$(used_memory "$port")
-  rss_before=$(rss_kb "$pid")
+  rss_before=$(settled_rss_kb "$pid")
   python3 - "$keys" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
 import sys
 keys = int(sys.argv[1])

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Memory per element of small collections: RSS growth for KEYS hashes of 10
+# Memory per element of collections: RSS growth for KEYS hashes of ELEMENTS
 # fields (HSET h:0000000 field:0 value:0000 ... field:9 value:0009) and for
-# KEYS sets of 10 string members (SADD s:0000000 member:0 ... member:9) and
-# for KEYS sorted sets of 10 (ZADD z:0000000 0 member:0 ... 9 member:9), on
-# redis-server and keel-server started with equal settings and the default
-# compact-encoding thresholds. Prints a Markdown table.
+# KEYS sets of ELEMENTS string members (SADD s:0000000 member:0 ... member:9)
+# and for KEYS sorted sets of ELEMENTS (ZADD z:0000000 0 member:0 ... 9
+# member:9), on redis-server and keel-server started with equal settings and
+# the default compact-encoding thresholds. ELEMENTS defaults to 10, which
+# keeps every collection in its compact encoding; past 128 they take their
+# full structure (hash table, skiplist or tree). Prints a Markdown table.
 #
-#   bench/collections-memory.sh [KEYS]
+#   bench/collections-memory.sh [KEYS] [ELEMENTS]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 keys=${1:-1000000}
+elements=${2:-10}
 require_built "$keel"
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
@@ -26,23 +29,23 @@ for kind in hash set zset; do
     esac
     pid=$!
     wait_port "$port"
-    before=$(rss_kb "$pid")
-    python3 - "$keys" "$kind" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
+    before=$(settled_rss_kb "$pid")
+    python3 - "$keys" "$kind" "$elements" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
 import sys
-keys, kind = int(sys.argv[1]), sys.argv[2]
+keys, kind, elements = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 out = sys.stdout.buffer
 bulk = lambda b: b"$%d\r\n%s\r\n" % (len(b), b)
 if kind == "hash":
-    head = b"*22\r\n" + bulk(b"HSET")
-    body = b"".join(bulk(b"field:%d" % i) + bulk(b"value:%04d" % i) for i in range(10))
+    head = b"*%d\r\n" % (2 + 2 * elements) + bulk(b"HSET")
+    body = b"".join(bulk(b"field:%d" % i) + bulk(b"value:%04d" % i) for i in range(elements))
     prefix = b"h:"
 elif kind == "set":
-    head = b"*12\r\n" + bulk(b"SADD")
-    body = b"".join(bulk(b"member:%d" % i) for i in range(10))
+    head = b"*%d\r\n" % (2 + elements) + bulk(b"SADD")
+    body = b"".join(bulk(b"member:%d" % i) for i in range(elements))
     prefix = b"s:"
 else:
-    head = b"*22\r\n" + bulk(b"ZADD")
-    body = b"".join(bulk(b"%d" % i) + bulk(b"member:%d" % i) for i in range(10))
+    head = b"*%d\r\n" % (2 + 2 * elements) + bulk(b"ZADD")
+    body = b"".join(bulk(b"%d" % i) + bulk(b"member:%d" % i) for i in range(elements))
     prefix = b"z:"
 for i in range(keys):
     out.write(head + bulk(prefix + b"%07d" % i) + body)
@@ -53,11 +56,13 @@ PY
     sleep 1
     after=$(rss_kb "$pid")
     python3 -c "
-keys, before, after, kind = $keys, $before, $after, '$kind'
+keys, before, after, kind, elements = $keys, $before, $after, '$kind', $elements
 per_key = (after - before) * 1024 / keys
-per_element = per_key / 10
-payload = len(b'field:0') + len(b'value:0000') if kind == 'hash' else len(b'member:0')  # scores aside
-print(f'| $server | {kind} | {keys} | $encoding | {before} | {after} | {per_key:.1f} | {per_element:.1f} | {payload} | {per_element - payload:.1f} |')"
+per_element = per_key / elements
+# Scores aside.
+member = lambda i: len(b'field:%d' % i) + len(b'value:%04d' % i) if kind == 'hash' else len(b'member:%d' % i)
+payload = sum(member(i) for i in range(elements)) / elements
+print(f'| $server | {kind} | {keys} | $encoding | {before} | {after} | {per_key:.1f} | {per_element:.1f} | {payload:.1f} | {per_element - payload:.1f} |')"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   done
 done

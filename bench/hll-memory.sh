@@ -30,7 +30,7 @@ for kind in sparse dense; do
     esac
     pid=$!
     wait_port "$port"
-    before_rss=$(rss_kb "$pid")
+    before_rss=$(settled_rss_kb "$pid")
     before_used=$(used_memory)
     python3 - "$keys" "$kind" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
 import sys

@@ -32,6 +32,11 @@ wait_port() {
 
 # Resident memory of process $1, in KB.
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# RSS (KB) of process $1 once it has settled: a second after it listens, as
+# the RSS after loading is read a second after the load. Read at once, a
+# keel-server's start-up RSS is 4-5 MB short of where it settles (threads and
+# pools still starting), which inflated its growth per key by as much.
+settled_rss_kb() { sleep 1; rss_kb "$1"; }
 
 # Runs a server binary (its arguments follow) with its working directory
 # in bench/results/tmp, ignored by git, where a redis-server given as

@@ -26,7 +26,7 @@ for server in redis keel keel-s3fifo; do
     esac
     pid=$!
     wait_port "$port"
-    before=$(rss_kb "$pid")
+    before=$(settled_rss_kb "$pid")
     python3 - "$keys" "$ttl" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
 import sys
 keys, ttl = int(sys.argv[1]), sys.argv[2] == "yes"

@@ -28,7 +28,7 @@ for server in redis keel; do
   pid=$!
   wait_port "$port"
   used_before=$(info_field "$port" used_memory)
-  rss_before=$(rss_kb "$pid")
+  rss_before=$(settled_rss_kb "$pid")
   python3 - "$entries" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
 import sys
 entries = int(sys.argv[1])
