@@ -18,7 +18,7 @@ pub struct Listpack {
     buf: Box<[u8]>,
 }
 
-fn varint_len(mut n: usize) -> usize {
+pub(super) fn varint_len(mut n: usize) -> usize {
     let mut bytes = 1;
     while n >= 0x80 {
         n >>= 7;
@@ -36,7 +36,7 @@ fn write_varint(out: &mut Vec<u8>, mut n: usize) {
 }
 
 /// Reads a varint at `at`; returns the value and the offset after it.
-fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
+pub(super) fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
     let (mut n, mut shift) = (0usize, 0);
     loop {
         let b = buf[at];

@@ -2,8 +2,8 @@
 //!
 //! Each type has a compact encoding for small values ([`Listpack`], and an
 //! integer array for sets of integers) and a full structure for large ones
-//! ([`Table`] for hashes and sets, a deque for lists, a table beside a
-//! [`ranktree::RankTree`] for sorted sets), converting past
+//! ([`Table`] for hashes and sets, a deque of chunks for lists, a table
+//! beside a [`ranktree::RankTree`] for sorted sets), converting past
 //! thresholds named and defaulted as Redis's (`hash-max-listpack-entries`
 //! and friends). Streams have one encoding, a map of entries beside the
 //! shape of Redis's nodes ([`stream`]). Every type keeps its
