@@ -3,10 +3,12 @@
 # fields (HSET h:0000000 field:0 value:0000 ... field:9 value:0009) and for
 # KEYS sets of ELEMENTS string members (SADD s:0000000 member:0 ... member:9)
 # and for KEYS sorted sets of ELEMENTS (ZADD z:0000000 0 member:0 ... 9
-# member:9), on redis-server and keel-server started with equal settings and
-# the default compact-encoding thresholds. ELEMENTS defaults to 10, which
-# keeps every collection in its compact encoding; past 128 they take their
-# full structure (hash table, skiplist or tree). Prints a Markdown table.
+# member:9) and KEYS lists of ELEMENTS (RPUSH l:0000000 member:0 ...), on
+# redis-server and keel-server started with equal settings and the default
+# compact-encoding thresholds. ELEMENTS defaults to 10, which keeps every
+# collection in its compact encoding; past 128 they take their full
+# structure (hash table, skiplist or tree; a list past 8 KB, some 700 of
+# these elements, its chunks). Prints a Markdown table.
 #
 #   bench/collections-memory.sh [KEYS] [ELEMENTS]
 set -euo pipefail
@@ -20,7 +22,7 @@ trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
 common=(--bind 127.0.0.1 --maxmemory 0 --maxmemory-policy noeviction)
 echo "| server | type | keys | encoding | RSS before (KB) | RSS after (KB) | bytes per key | bytes per element | payload per element | overhead per element |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-for kind in hash set zset; do
+for kind in hash set zset list; do
   for server in redis keel; do
     port=$(free_port)
     case $server in
@@ -39,10 +41,10 @@ if kind == "hash":
     head = b"*%d\r\n" % (2 + 2 * elements) + bulk(b"HSET")
     body = b"".join(bulk(b"field:%d" % i) + bulk(b"value:%04d" % i) for i in range(elements))
     prefix = b"h:"
-elif kind == "set":
-    head = b"*%d\r\n" % (2 + elements) + bulk(b"SADD")
+elif kind in ("set", "list"):
+    head = b"*%d\r\n" % (2 + elements) + bulk(b"SADD" if kind == "set" else b"RPUSH")
     body = b"".join(bulk(b"member:%d" % i) for i in range(elements))
-    prefix = b"s:"
+    prefix = kind[0].encode() + b":"
 else:
     head = b"*%d\r\n" % (2 + 2 * elements) + bulk(b"ZADD")
     body = b"".join(bulk(b"%d" % i) + bulk(b"member:%d" % i) for i in range(elements))
