@@ -1,7 +1,6 @@
 //! A shard's hash index: from a key's hash to its slot, 4 bytes a bucket.
 //!
-//! Open addressing with linear probing over a power-of-two array of `u32`
-//! buckets. A bucket is empty (0), a tombstone, or a key's slot number
+//! Open addressing with linear probing over an array of `u32` buckets. A bucket is empty (0), a tombstone, or a key's slot number
 //! plus one in its low 24 bits under 8 bits of the key's hash (its tag) in
 //! the high 8. A probe compares keys only on a tag match, so looking a key
 //! up reads a run of adjacent buckets (16 per cache line) and, for a
@@ -10,7 +9,7 @@
 //! Compared with a SwissTable of `u32` (hashbrown), which spends a control
 //! byte beside every 4-byte bucket and a 16-byte tail that pushes large
 //! tables into the next allocator size class, this costs 4 bytes a bucket
-//! and a table is exactly a power of two bytes. The price: probing is
+//! and a table is exactly one of the allocator's size classes. The price: probing is
 //! scalar rather than SIMD, the load factor stays at most 3/4 (linear
 //! probing degrades past it), and a slot number must fit 24 bits
 //! ([`MAX_SLOTS`] per shard, 1G keys per database).
@@ -19,10 +18,17 @@
 //! probe sequence runs through the bucket and it simply empties). Growth
 //! counts tombstones as load, so the index never fills up: past 3/4 load
 //! the table is rebuilt without its tombstones, at the same size if that
-//! leaves it at most half full, else at twice the size. Either way a
-//! quarter of the table is free after a rebuild, so the next one is a
-//! quarter of a table's inserts and removals away and its cost is
-//! amortised. (Rebuilding at the same size whenever the keys alone fit
+//! leaves it at most half full, else at the next size. Sizes are not only
+//! powers of two: they alternate between 2^k and 3·2^(k-1) buckets (8, 12,
+//! 16, 24, 32, ...), growing by 3/2 or 4/3, and a key's home bucket is
+//! its hash scaled to the size by a multiply and a shift rather than
+//! masked. With doubling, the load after a growth is 3/8 and a table
+//! averages about half full; growing by at most 3/2 keeps it between 1/2
+//! and 3/4 (a shard of 15,625 keys: 24,576 buckets, 6.3 bytes a key,
+//! against 32,768 and 8.4). Either way at least 3/16 of the table is free
+//! after a rebuild, so the next one is that many inserts and removals
+//! away and its cost is amortised; rebuilds come about half again as
+//! often as with doubling, each as large. (Rebuilding at the same size whenever the keys alone fit
 //! under 3/4 would, with the keys just under it, rebuild every few hundred
 //! writes under eviction churn: a full cache's median per-second p99 rose
 //! from 2.6 to 8 ms.)
@@ -55,19 +61,29 @@ fn bucket(hash: u64, slot: u32) -> u32 {
     (((hash >> 56) as u32) << SLOT_BITS) | (slot + 1)
 }
 
+/// The smallest table size (2^k or 3·2^(k-1) buckets) of at least `n`.
+fn size_at_least(n: usize) -> usize {
+    let power = n.max(MIN_BUCKETS).next_power_of_two();
+    if power / 4 * 3 >= n && power > MIN_BUCKETS {
+        power / 4 * 3
+    } else {
+        power
+    }
+}
+
 /// Buckets for `keys` keys at no more than 3/4 load.
 fn buckets_for(keys: usize) -> usize {
-    (keys * 4).div_ceil(3).next_power_of_two().max(MIN_BUCKETS)
+    size_at_least((keys * 4).div_ceil(3))
 }
 
 /// The size of a table of `buckets` buckets rebuilt to make room for
 /// `keys` keys: the same if they fill at most half of it, else the next
-/// that they fill at most 3/4 of (see the module comment).
+/// larger that they fill at most 3/4 of (see the module comment).
 fn rebuild_size(buckets: usize, keys: usize) -> usize {
     if keys * 2 <= buckets {
         buckets
     } else {
-        buckets_for(keys).max(buckets * 2)
+        buckets_for(keys).max(size_at_least(buckets + 1))
     }
 }
 
@@ -139,19 +155,21 @@ impl SlotIndex {
         (self.live + self.tombstones + 1) * 4 > self.buckets.len() * 3
     }
 
+    /// The bucket a probe for `hash` starts at: the low 32 bits of the
+    /// hash (the tag is its high 8) as a fraction of the table.
+    fn home(&self, hash: u64) -> usize {
+        (((hash & u64::from(u32::MAX)) * self.buckets.len() as u64) >> 32) as usize
+    }
+
     /// Bucket positions from `hash`'s home on, wrapping around.
     fn probe(&self, hash: u64) -> impl Iterator<Item = usize> {
-        let mask = self.buckets.len() - 1;
-        let home = hash as usize & mask;
-        (0..self.buckets.len()).map(move |step| (home + step) & mask)
+        let home = self.home(hash);
+        (home..self.buckets.len()).chain(0..home)
     }
 
     /// Asks the CPU to load the bucket a lookup of `hash` starts at.
     pub(crate) fn prefetch_home(&self, hash: u64) {
-        if let Some(home) = self
-            .buckets
-            .get(hash as usize & self.buckets.len().wrapping_sub(1))
-        {
+        if let Some(home) = self.buckets.get(self.home(hash)) {
             crate::prefetch::read(home);
         }
     }
@@ -220,7 +238,11 @@ impl SlotIndex {
             .probe(hash)
             .find(|&at| self.buckets[at] == entry)
             .expect("removed slot is indexed");
-        let next = (at + 1) & (self.buckets.len() - 1);
+        let next = if at + 1 == self.buckets.len() {
+            0
+        } else {
+            at + 1
+        };
         if self.buckets[next] == EMPTY {
             self.buckets[at] = EMPTY;
         } else {
@@ -349,12 +371,26 @@ mod tests {
             index.insert(hash(key), key as u32, rehash);
             charge(&index, before);
         }
-        assert!(index.buckets.len() > 65_536, "the churn doubled the table");
+        assert!(index.buckets.len() > 65_536, "the churn grew the table");
         assert!(most <= 64, "one write added {most} bytes to the charge");
     }
 
     #[test]
-    fn tables_are_powers_of_two_bytes() {
+    fn sizes_alternate_between_powers_of_two_and_three_halves_of_one() {
+        let sizes: Vec<usize> =
+            std::iter::successors(Some(MIN_BUCKETS), |&n| Some(rebuild_size(n, n * 3 / 4 + 1)))
+                .take(8)
+                .collect();
+        assert_eq!(sizes, [8, 12, 16, 24, 32, 48, 64, 96]);
+        assert_eq!(buckets_for(0), 8);
+        assert_eq!(buckets_for(6), 8);
+        assert_eq!(buckets_for(7), 12);
+        assert_eq!(buckets_for(18_432), 24_576);
+        assert_eq!(buckets_for(18_433), 32_768);
+    }
+
+    #[test]
+    fn a_shard_of_15625_keys_is_between_half_and_three_quarters_full() {
         let mut index = SlotIndex::default();
         for slot in 0..15_625u32 {
             index.insert(
@@ -363,6 +399,9 @@ mod tests {
                 |s| u64::from(s).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             );
         }
-        assert_eq!(index.bytes(), 128 << 10);
+        assert_eq!(index.buckets.len() * BUCKET_BYTES, 96 << 10);
+        // 15,625 of 24,576 is past the 9/16 where growth starts being charged.
+        let ramp = (15_625 - 24_576 * 9 / 16) * (32 << 10) / (24_576 * 3 / 16);
+        assert_eq!(index.bytes(), (96 << 10) + ramp);
     }
 }

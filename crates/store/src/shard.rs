@@ -6,7 +6,7 @@
 //!
 //! What a key costs: its entry's packed block (`entry.rs`: access word,
 //! flags, deadline if any, key and inline string bytes in one allocation),
-//! an 8-byte slot pointing to it, and 5 to 11 bytes of index, plus 9 to
+//! an 8-byte slot pointing to it, and 5 to 8 bytes of index, plus 9 to
 //! 12 bytes of deadline index with a TTL (`expiry.rs`). Free slots are listed
 //! only while free, never reserved per key. A slot holding a pointer rather
 //! than the entry's fields costs 8 bytes instead of 64, and a GET reads
