@@ -11,7 +11,7 @@
 //! - [`value`]: the value enum and strings.
 //! - [`types`]: hashes, sets, lists, sorted sets and streams, their compact and full encodings.
 //! - [`expiry`]: how keys with a TTL are reclaimed on time, without sampling;
-//!   its deadline index is a set of sorted runs (`runs.rs`).
+//!   its deadline index, slot numbers in sorted runs, is in `deadlines.rs`.
 //! - [`access`]: recency/frequency per key and the maxmemory policies;
 //!   keel's own policy, S3-FIFO, keeps its queues per shard (`s3fifo.rs`).
 //! - [`geohash`]: geohash cells and the GEO commands' area search.
@@ -27,6 +27,7 @@
 
 pub mod access;
 pub mod bits;
+mod deadlines;
 mod entry;
 pub mod expiry;
 pub mod geohash;
@@ -36,7 +37,6 @@ pub mod keyspace;
 pub mod lcs;
 pub mod pattern;
 mod prefetch;
-mod runs;
 mod s3fifo;
 pub mod shard;
 pub mod size_class;

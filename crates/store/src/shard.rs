@@ -6,8 +6,8 @@
 //!
 //! What a key costs: its entry's packed block (`entry.rs`: access word,
 //! flags, deadline if any, key and inline string bytes in one allocation),
-//! an 8-byte slot pointing to it, and 5 to 8 bytes of index, plus 9 to
-//! 12 bytes of deadline index with a TTL (`expiry.rs`). Free slots are listed
+//! an 8-byte slot pointing to it, and 5 to 8 bytes of index, plus about
+//! 5 bytes of deadline index with a TTL (`deadlines.rs`). Free slots are listed
 //! only while free, never reserved per key. A slot holding a pointer rather
 //! than the entry's fields costs 8 bytes instead of 64, and a GET reads
 //! the index, the slot and one block holding key and value together,
@@ -24,8 +24,8 @@
 //! - Growth never copies entries: a new chunk is added, so a large shard
 //!   does not stall on one big reallocation.
 //!
-//! Keys with a TTL are also indexed by deadline (an ordered set of
-//! `(deadline, slot)` packed into one `u64` each, see `expiry.rs`), so the
+//! Keys with a TTL are also indexed by deadline (slot numbers ordered by
+//! `(deadline, slot)`, see `deadlines.rs`), so the
 //! keys due now are found directly, without sampling or scanning keys that
 //! are not due: reclaiming them costs time
 //! proportional to how many expire, never to how many exist.
@@ -54,8 +54,9 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 
 use crate::access::Clock;
+use crate::deadlines::Deadlines;
 use crate::entry::Entry;
-use crate::expiry::{Deadlines, Reclaimed};
+use crate::expiry::Reclaimed;
 use crate::index::{self, SlotIndex};
 use crate::s3fifo::{S3Fifo, Slots};
 use crate::snapshot::ShardSnapshot;
@@ -112,6 +113,14 @@ fn locate(slot: usize) -> (usize, usize) {
 fn slot_hash(chunks: &Chunks, hasher: &RandomState, slot: u32) -> u64 {
     let entry = chunks.entry_at(slot).expect("indexed slot is occupied");
     hasher.hash_one(entry.key())
+}
+
+/// The deadline of the key in `slot`, for the deadline index to compare by.
+fn slot_deadline(chunks: &Chunks, slot: u32) -> u64 {
+    chunks
+        .entry_at(slot)
+        .and_then(Entry::expire_at_ms)
+        .expect("a slot in the deadline index holds a key with a TTL")
 }
 
 /// The slab: chunks of slots, each empty or holding one entry.
@@ -532,7 +541,9 @@ impl Shard {
 
     /// The earliest deadline of any key here.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|(at, _)| at)
+        self.deadlines
+            .first(|slot| slot_deadline(&self.chunks, slot))
+            .map(|(at, _)| at)
     }
 
     /// Unlinks up to `max` keys whose deadline is at or before `now_ms`,
@@ -541,7 +552,10 @@ impl Shard {
     pub fn reclaim_expired(&mut self, now_ms: u64, max: usize, out: &mut Vec<Entry>) -> Reclaimed {
         let mut done = Reclaimed::default();
         while done.keys < max {
-            match self.deadlines.first() {
+            match self
+                .deadlines
+                .first(|slot| slot_deadline(&self.chunks, slot))
+            {
                 Some((at, slot)) if at <= now_ms => {
                     out.push(self.take_slot(slot));
                     self.reclaimed_expired += 1;
@@ -862,13 +876,15 @@ impl Shard {
         if let Some(at) = old {
             self.expires -= 1;
             self.expire_sum_ms -= at as u128;
-            self.deadlines.remove(at, slot);
+            self.deadlines
+                .remove(at, slot, |other| slot_deadline(&self.chunks, other));
             self.add_deadline_bytes(at, -(bytes as isize));
         }
         if let Some(at) = new {
             self.expires += 1;
             self.expire_sum_ms += at as u128;
-            self.deadlines.insert(at, slot);
+            self.deadlines
+                .insert(at, slot, |other| slot_deadline(&self.chunks, other));
             self.add_deadline_bytes(at, bytes as isize);
         }
     }
