@@ -26,14 +26,17 @@
 //! clamped to 0..=255, where the run chose `base` and `shift` so that its
 //! deadlines spread over the 256 values. Hints never decrease along a run,
 //! so two elements with different hints are ordered by their hints, and
-//! only equal hints need a deadline read. A run picks its `base` and
+//! only equal hints need a deadline read, and not even those where a hint
+//! step is 1 ms and the hint is not clamped (the hint is then the deadline
+//! less the base). A run picks its `base` and
 //! `shift` again, rewriting every hint, when its length reaches a power of
 //! two while the hints at either end are crowded (four elements sharing
-//! the lowest or the highest hint): a run started by one element and
+//! the lowest hint in steps over 1 ms, or the highest): a run started by one element and
 //! growing by appends past its span, as in-order deadlines do; and the
 //! halves of a run that splits, each over its own span. Deadlines in order
-//! cost 1.5 reads an insert and next to none a removal, at random 3.2 and
-//! 0.5 (`hints_spare_most_deadline_reads`); most of an insert's are a
+//! cost 1.5 reads an insert and next to none a removal (four keys a
+//! millisecond: next to none either way), at random 3.2 and 0.5
+//! (`hints_spare_most_deadline_reads`); most of an insert's are a
 //! rescale's, which do not wait on one another as a search's do. Keys
 //! sharing one deadline (`EXPIREAT` of a batch) share a hint and fall back
 //! to reading, which is correct, only slower.
@@ -103,11 +106,16 @@ impl Run {
     }
 
     /// Rescales a run that has just grown to a power of two, if its
-    /// hints are crowded at either end (see the module comment).
+    /// hints are crowded at either end (see the module comment). Keys due
+    /// in the same millisecond crowd the lowest hint at 1 ms a step, where
+    /// no scale would part them.
     fn grown(&mut self, deadline_of: impl Fn(u32) -> u64) {
         let len = self.elements.len();
         let hint_at = |at: usize| u64::from(self.elements[at] >> SLOT_BITS);
-        if len.is_power_of_two() && len >= 4 && (hint_at(3) == 0 || hint_at(len - 4) == HINT_MAX) {
+        let crowded = |at: usize, hint: u64| len >= 4 && hint_at(at) == hint;
+        if len.is_power_of_two()
+            && ((self.shift > 0 && crowded(3, 0)) || crowded(len.saturating_sub(4), HINT_MAX))
+        {
             self.rescale(deadline_of);
         }
     }
@@ -131,6 +139,10 @@ impl Run {
     /// Where `key` is (`Ok`) or would go (`Err`).
     fn search(&self, key: Key, deadline_of: impl Fn(u32) -> u64) -> Result<usize, usize> {
         let target = self.element(key);
+        let target_hint = target >> SLOT_BITS;
+        // In steps of 1 ms, a hint that is not clamped is the deadline
+        // itself: equal hints are equal deadlines, ordered by slot.
+        let exact = self.shift == 0 && target_hint > 0 && u64::from(target_hint) < HINT_MAX;
         let order = |&element: &u32| {
             let slot = element & SLOT_MASK;
             if slot == key.1 {
@@ -138,7 +150,8 @@ impl Run {
                 // entry may already be changing.
                 return Ordering::Equal;
             }
-            match (element >> SLOT_BITS).cmp(&(target >> SLOT_BITS)) {
+            match (element >> SLOT_BITS).cmp(&target_hint) {
+                Ordering::Equal if exact => slot.cmp(&key.1),
                 Ordering::Equal => (deadline_of(slot), slot).cmp(&key),
                 unequal => unequal,
             }
@@ -168,6 +181,9 @@ pub(crate) struct Deadlines {
     runs: BTreeMap<Key, Run>,
     /// The sum of [`Run::bytes`] over `runs`.
     run_bytes: usize,
+    /// The first key, kept so that asking for it (every write does, to
+    /// publish when the shard is next due) reads no entry.
+    first: Option<Key>,
 }
 
 impl Deadlines {
@@ -175,6 +191,9 @@ impl Deadlines {
     pub(crate) fn insert(&mut self, at: u64, slot: u32, deadline_of: impl Fn(u32) -> u64) {
         debug_assert!((slot as usize) < MAX_SLOTS);
         let key = (at, slot);
+        if self.first.is_none_or(|first| key < first) {
+            self.first = Some(key);
+        }
         let run_key = match self.runs.range(..=key).next_back() {
             Some((&run_key, _)) => run_key,
             None => match self.runs.pop_first() {
@@ -231,6 +250,17 @@ impl Deadlines {
     /// Removes the key in `slot`, which was due at `at`.
     pub(crate) fn remove(&mut self, at: u64, slot: u32, deadline_of: impl Fn(u32) -> u64) {
         let key = (at, slot);
+        self.remove_key(key, &deadline_of);
+        if self.first == Some(key) {
+            self.first = self.runs.first_key_value().map(|(_, run)| {
+                let slot = run.elements[0] & SLOT_MASK;
+                (deadline_of(slot), slot)
+            });
+        }
+    }
+
+    fn remove_key(&mut self, key: Key, deadline_of: impl Fn(u32) -> u64) {
+        let slot = key.1;
         let Some((&run_key, run)) = self.runs.range_mut(..=key).next_back() else {
             debug_assert!(false, "slot {slot} is not in the deadline index");
             return;
@@ -259,10 +289,8 @@ impl Deadlines {
     }
 
     /// The earliest `(deadline, slot)`.
-    pub(crate) fn first(&self, deadline_of: impl Fn(u32) -> u64) -> Option<(u64, u32)> {
-        let (_, run) = self.runs.first_key_value()?;
-        let slot = run.elements[0] & SLOT_MASK;
-        Some((deadline_of(slot), slot))
+    pub(crate) fn first(&self) -> Option<(u64, u32)> {
+        self.first
     }
 
     /// Keys with a deadline, for tests that check the index against the
@@ -364,11 +392,7 @@ mod tests {
                     model.insert((at, slot));
                 }
             }
-            assert_eq!(
-                index.first(|s| deadlines[&s]),
-                model.first().copied(),
-                "step {step}"
-            );
+            assert_eq!(index.first(), model.first().copied(), "step {step}");
             assert_eq!(index.len(), model.len());
             assert_eq!(index.bytes(), recounted(&index), "step {step}");
             if step % 1_000 == 0 {
@@ -414,10 +438,7 @@ mod tests {
             "4 bytes a key and the B-tree"
         );
         for slot in 0..keys {
-            assert_eq!(
-                index.first(|s| u64::from(s) * 3),
-                Some((u64::from(slot) * 3, slot))
-            );
+            assert_eq!(index.first(), Some((u64::from(slot) * 3, slot)));
             index.remove(u64::from(slot) * 3, slot, |s| u64::from(s) * 3);
             assert_eq!(index.bytes(), recounted(&index));
         }
@@ -426,19 +447,25 @@ mod tests {
     }
 
     /// The hints keep deadline reads (each a cache miss or two in a
-    /// shard) to a few per insert and removal, for deadlines in order and
-    /// at random.
+    /// shard) to a few per insert and removal, for deadlines in order,
+    /// in order with several keys a millisecond, and at random; removals
+    /// in random order.
     #[test]
     fn hints_spare_most_deadline_reads() {
         let mut rng = StdRng::seed_from_u64(11);
         let keys = 100_000u32;
         // Most reads per insert and per removal: rescales read a whole
         // run, but those reads do not wait on one another, as a search's do.
-        for (in_order, insert_reads, removal_reads) in [(true, 2.0, 0.1), (false, 4.0, 1.0)] {
+        for (pattern, insert_reads, removal_reads) in [
+            ("2 ms apart", 2.0, 0.1),
+            ("4 a ms", 0.1, 0.1),
+            ("at random", 4.0, 1.0),
+        ] {
             let deadlines: Vec<u64> = (0..keys)
-                .map(|slot| match in_order {
-                    true => u64::from(slot) * 2,
-                    false => rng.gen_range(0..10_000_000),
+                .map(|slot| match pattern {
+                    "2 ms apart" => u64::from(slot) * 2,
+                    "4 a ms" => u64::from(slot) / 4,
+                    _ => rng.gen_range(0..10_000_000),
                 })
                 .collect();
             let reads = Cell::new(0u64);
@@ -453,7 +480,7 @@ mod tests {
             let per_insert = reads.take() as f64 / f64::from(keys);
             assert!(
                 per_insert < insert_reads,
-                "in order {in_order}: {per_insert} reads an insert"
+                "{pattern}: {per_insert} reads an insert"
             );
             let mut slots: Vec<u32> = (0..keys).collect();
             slots.shuffle(&mut rng);
@@ -463,7 +490,7 @@ mod tests {
             let per_removal = reads.take() as f64 / f64::from(keys);
             assert!(
                 per_removal < removal_reads,
-                "in order {in_order}: {per_removal} reads a removal"
+                "{pattern}: {per_removal} reads a removal"
             );
             assert_eq!(index.bytes(), 0);
         }

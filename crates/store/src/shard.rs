@@ -541,9 +541,7 @@ impl Shard {
 
     /// The earliest deadline of any key here.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines
-            .first(|slot| slot_deadline(&self.chunks, slot))
-            .map(|(at, _)| at)
+        self.deadlines.first().map(|(at, _)| at)
     }
 
     /// Unlinks up to `max` keys whose deadline is at or before `now_ms`,
@@ -552,10 +550,7 @@ impl Shard {
     pub fn reclaim_expired(&mut self, now_ms: u64, max: usize, out: &mut Vec<Entry>) -> Reclaimed {
         let mut done = Reclaimed::default();
         while done.keys < max {
-            match self
-                .deadlines
-                .first(|slot| slot_deadline(&self.chunks, slot))
-            {
+            match self.deadlines.first() {
                 Some((at, slot)) if at <= now_ms => {
                     out.push(self.take_slot(slot));
                     self.reclaimed_expired += 1;
