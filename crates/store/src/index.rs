@@ -186,8 +186,9 @@ impl SlotIndex {
             return None;
         }
         let tag = bucket(hash, 0) & !SLOT_MASK;
-        for at in self.probe(hash) {
-            match self.buckets[at] {
+        let (wrapped, from_home) = self.buckets.split_at(self.home(hash));
+        for &b in from_home.iter().chain(wrapped) {
+            match b {
                 EMPTY => return None,
                 TOMBSTONE => {}
                 b if b & !SLOT_MASK == tag && is_key((b & SLOT_MASK) - 1) => {
