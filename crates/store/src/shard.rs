@@ -1309,7 +1309,8 @@ mod tests {
                 assert!(shard.used_bytes() <= before, "step {step}: a clear grew");
             } else {
                 let bound = Shard::deadline_growth(e.entry());
-                // One in fifty past 2109, in the wide set.
+                // One in fifty near the end of time, where a run spans
+                // nearly all of u64 and hints step by 2^56 ms.
                 let at = if rng.gen_ratio(1, 50) {
                     u64::MAX - rng.gen_range(0..1_000)
                 } else {
