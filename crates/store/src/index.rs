@@ -1,17 +1,18 @@
 //! A shard's hash index: from a key's hash to its slot, 4 bytes a bucket.
 //!
-//! Open addressing with linear probing over an array of `u32` buckets. A bucket is empty (0), a tombstone, or a key's slot number
-//! plus one in its low 24 bits under 8 bits of the key's hash (its tag) in
-//! the high 8. A probe compares keys only on a tag match, so looking a key
-//! up reads a run of adjacent buckets (16 per cache line) and, for a
-//! different key, dereferences its entry once in 256 tag checks.
+//! Open addressing with linear probing over an array of `u32` buckets. A
+//! bucket is empty (0), a tombstone, or a key's slot number plus one in its
+//! low 24 bits under 8 bits of the key's hash (its tag) in the high 8. A
+//! probe compares keys only on a tag match, so looking a key up reads a run
+//! of adjacent buckets (16 per cache line) and, for a different key,
+//! dereferences its entry once in 256 tag checks.
 //!
 //! Compared with a SwissTable of `u32` (hashbrown), which spends a control
 //! byte beside every 4-byte bucket and a 16-byte tail that pushes large
 //! tables into the next allocator size class, this costs 4 bytes a bucket
-//! and a table is exactly one of the allocator's size classes. The price: probing is
-//! scalar rather than SIMD, the load factor stays at most 3/4 (linear
-//! probing degrades past it), and a slot number must fit 24 bits
+//! and a table is exactly one of the allocator's size classes. The price:
+//! probing is scalar rather than SIMD, the load factor stays at most 3/4
+//! (linear probing degrades past it), and a slot number must fit 24 bits
 //! ([`MAX_SLOTS`] per shard, 1G keys per database).
 //!
 //! Removal leaves a tombstone unless the next bucket is empty (then no
@@ -20,15 +21,15 @@
 //! the table is rebuilt without its tombstones, at the same size if that
 //! leaves it at most half full, else at the next size. Sizes are not only
 //! powers of two: they alternate between 2^k and 3·2^(k-1) buckets (8, 12,
-//! 16, 24, 32, ...), growing by 3/2 or 4/3, and a key's home bucket is
-//! its hash scaled to the size by a multiply and a shift rather than
-//! masked. With doubling, the load after a growth is 3/8 and a table
-//! averages about half full; growing by at most 3/2 keeps it between 1/2
-//! and 3/4 (a shard of 15,625 keys: 24,576 buckets, 6.3 bytes a key,
-//! against 32,768 and 8.4). Either way at least 3/16 of the table is free
-//! after a rebuild, so the next one is that many inserts and removals
-//! away and its cost is amortised; rebuilds come about half again as
-//! often as with doubling, each as large. (Rebuilding at the same size whenever the keys alone fit
+//! 16, 24, 32, ...), growing by 3/2 or 4/3, and a key's home bucket is its
+//! hash scaled to the size by a multiply and a shift rather than masked.
+//! With doubling, the load after a growth is 3/8 and a table averages about
+//! half full; growing by at most 3/2 keeps it between 1/2 and 3/4 (a shard
+//! of 15,625 keys: 24,576 buckets, 6.3 bytes a key, against 32,768 and
+//! 8.4). Either way at least 3/16 of the table is free after a rebuild, so
+//! the next one is that many inserts and removals away and its cost is
+//! amortised; rebuilds come about half again as often as with doubling,
+//! each as large. (Rebuilding at the same size whenever the keys alone fit
 //! under 3/4 would, with the keys just under it, rebuild every few hundred
 //! writes under eviction churn: a full cache's median per-second p99 rose
 //! from 2.6 to 8 ms.)
