@@ -97,12 +97,6 @@ impl Deref for InlineBytes {
     }
 }
 
-impl AsRef<[u8]> for InlineBytes {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
-
 impl PartialEq for InlineBytes {
     fn eq(&self, other: &Self) -> bool {
         **self == **other
