@@ -90,7 +90,7 @@ struct Run {
 }
 
 impl Run {
-    /// A run of `elements` (in order; hints not yet given).
+    /// A run of `elements` (in order), its hints given anew.
     fn new(elements: VecDeque<u32>, deadline_of: impl Fn(u32) -> u64) -> Run {
         let mut run = Run {
             base: 0,
@@ -236,19 +236,15 @@ impl Deadlines {
         } else {
             // The lower half keeps the run's buffer; the upper half gets
             // one of its own, which doubles if the element lands in it.
-            let mut upper = Run {
-                elements: run.elements.split_off(RUN_MAX / 2),
-                ..*run
-            };
+            let mut upper = run.elements.split_off(RUN_MAX / 2);
             match at.checked_sub(RUN_MAX / 2) {
-                Some(upper_at) if upper_at > 0 => upper.elements.insert(upper_at, element),
+                Some(upper_at) if upper_at > 0 => upper.insert(upper_at, element),
                 _ => run.elements.insert(at, element),
             }
             run.rescale(&deadline_of);
-            upper.rescale(&deadline_of);
             self.run_bytes = self.run_bytes + run.bytes() - before;
-            let first = upper.elements[0] & SLOT_MASK;
-            self.add_run((deadline_of(first), first), upper);
+            let first = upper[0] & SLOT_MASK;
+            self.add_run((deadline_of(first), first), Run::new(upper, deadline_of));
         }
     }
 

@@ -11,9 +11,9 @@
 //! set of `(deadline, slot)` (`deadlines.rs`, 4 bytes a key), updated
 //! wherever a TTL is set, changed, cleared or its key removed, so every key
 //! with a TTL is in exactly one place. Reclaiming is then a walk from the
-//! front of that set up to "now": the cost is proportional to the keys that actually expire,
-//! never to the keys that exist, and nothing that is due is left behind.
-//! Two paths use it:
+//! front of that set up to "now": the cost is proportional to the keys
+//! that actually expire, never to the keys that exist, and nothing that is
+//! due is left behind. Two paths use it:
 //!
 //! - active expiry: the server calls [`crate::Store::reclaim_expired`] every
 //!   tick; each shard gives up a bounded batch per pass, so a million keys

@@ -6,9 +6,9 @@
 //!
 //! What a key costs: its entry's packed block (`entry.rs`: access word,
 //! flags, deadline if any, key and inline string bytes in one allocation),
-//! an 8-byte slot pointing to it, and 5 to 8 bytes of index, plus about
-//! 5 bytes of deadline index with a TTL (`deadlines.rs`). Free slots are listed
-//! only while free, never reserved per key. A slot holding a pointer rather
+//! an 8-byte slot pointing to it, and 5 to 8 bytes of index, plus about 5
+//! bytes of deadline index with a TTL (`deadlines.rs`). Free slots are
+//! listed only while free, never reserved per key. A slot holding a pointer rather
 //! than the entry's fields costs 8 bytes instead of 64, and a GET reads
 //! the index, the slot and one block holding key and value together,
 //! where separate key and value allocations cost a cache miss each.
@@ -25,10 +25,10 @@
 //!   does not stall on one big reallocation.
 //!
 //! Keys with a TTL are also indexed by deadline (slot numbers ordered by
-//! `(deadline, slot)`, see `deadlines.rs`), so the
-//! keys due now are found directly, without sampling or scanning keys that
-//! are not due: reclaiming them costs time
-//! proportional to how many expire, never to how many exist.
+//! `(deadline, slot)`, see `deadlines.rs`), so the keys due now are found
+//! directly, without sampling or scanning keys that are not due: reclaiming
+//! them costs time proportional to how many expire, never to how many
+//! exist.
 //!
 //! Every change to what the shard holds goes through this file, so the byte
 //! count ([`Shard::used_bytes`]), the TTL totals and the deadline index are
