@@ -33,10 +33,19 @@
 //! the plain `&mut Value` API. Readers get a borrowed [`ValueRef`] instead of
 //! a `&Value`, because an inline string is not a `Value` in memory.
 //!
+//! An `Entry` holds its block's address in 6 bytes: blocks are aligned to
+//! 8, and user-space addresses fit 51 bits (47 on x86-64, 48 on AArch64),
+//! so the address shifted right by 3 fits 48. A shard's slab keeps one
+//! [`Slot`] per key, which is an `Entry` or an all-zero address for no key:
+//! 6 bytes a key, where a pointer (or an `Option` of one) takes 8. Every
+//! access rebuilds the pointer from three 16-bit words, which costs a few
+//! register operations next to the cache miss that reading the block is.
+//!
 //! All unsafe code of the packed layout is in this file.
 
 use std::alloc::{self, Layout};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ptr::{self, NonNull};
 
 use crate::access::Access;
@@ -49,6 +58,11 @@ const FLAGS_AT: usize = std::mem::size_of::<Access>();
 const DEADLINE_AT: usize = FLAGS_AT + 1;
 /// Every block is aligned for the access word at offset 0.
 const ALIGN: usize = std::mem::align_of::<Access>();
+/// The low bits of a block's address, always zero, which its packed form
+/// leaves out.
+const ALIGN_BITS: u32 = ALIGN.trailing_zeros();
+/// Addresses of blocks are below this; a packed address holds 48 bits.
+const ADDRESS_LIMIT: usize = 1 << (48 + ALIGN_BITS);
 
 /// Flags: what the payload holds (the low two bits).
 const PAYLOAD_KIND: u8 = 0b011;
@@ -147,17 +161,19 @@ impl Header {
 
 /// One key and what the keyspace knows about it: its value, its deadline
 /// (if it has a TTL) and its access word, in one allocation.
+///
+/// `address` is the block's address shifted right by [`ALIGN_BITS`], low
+/// word first; it is never zero for an `Entry` (all zeros is a vacant
+/// [`Slot`]).
+#[repr(C)]
 pub struct Entry {
-    block: NonNull<u8>,
+    address: [u16; 3],
 }
 
-// SAFETY: an Entry owns its block as a Box owns its contents: nothing else
-// points into it, the access word shared between readers is atomic, and
-// the boxed Value it may own is itself Send and Sync.
-unsafe impl Send for Entry {}
-// SAFETY: see Send; `&Entry` only reads the block, apart from the atomic
-// access word.
-unsafe impl Sync for Entry {}
+// The integer words make Entry Send and Sync by themselves; what makes
+// that sound is that an Entry owns its block as a Box owns its contents:
+// nothing else points into it, the access word shared between readers is
+// atomic, and the boxed Value it may own is itself Send and Sync.
 
 /// The Send and Sync claims above rely on this.
 const _: () = {
@@ -166,6 +182,26 @@ const _: () = {
 };
 
 impl Entry {
+    /// The entry owning `block`.
+    fn from_block(block: NonNull<u8>) -> Entry {
+        let address = block.as_ptr().expose_provenance();
+        assert!(
+            address < ADDRESS_LIMIT,
+            "an entry block at {address:#x} is past the 51-bit address space entries can hold"
+        );
+        let packed = address >> ALIGN_BITS;
+        Entry {
+            address: [packed as u16, (packed >> 16) as u16, (packed >> 32) as u16],
+        }
+    }
+
+    /// The block's first byte.
+    fn block(&self) -> *mut u8 {
+        let [low, middle, high] = self.address.map(usize::from);
+        let packed = low | middle << 16 | high << 32;
+        ptr::with_exposed_provenance_mut(packed << ALIGN_BITS)
+    }
+
     /// Packs `key`, `value`, the deadline and the access word into one
     /// block; a string written once goes inline, anything else is boxed.
     pub(crate) fn new(
@@ -231,12 +267,12 @@ impl Entry {
                 at.cast::<*mut Value>().write_unaligned(value);
             }
         }
-        Entry { block }
+        Entry::from_block(block)
     }
 
     /// Reads the header of the block.
     fn shape(&self) -> Shape {
-        let base = self.block.as_ptr();
+        let base = self.block();
         // SAFETY: every block starts with the access word and the flags
         // byte, and the offsets read here follow the header `build` wrote,
         // so each read stays inside the block.
@@ -281,7 +317,7 @@ impl Entry {
         // SAFETY: callers pass ranges from `shape`, which lie inside the
         // block; the block lives as long as `self` and is not written while
         // shared.
-        unsafe { std::slice::from_raw_parts(self.block.as_ptr().add(offset), len) }
+        unsafe { std::slice::from_raw_parts(self.block().add(offset), len) }
     }
 
     /// The boxed value of a block whose payload is a pointer.
@@ -290,8 +326,7 @@ impl Entry {
         // SAFETY: a boxed payload is a pointer written by `build`, inside
         // the block.
         unsafe {
-            self.block
-                .as_ptr()
+            self.block()
                 .add(shape.payload_at)
                 .cast::<*mut Value>()
                 .read_unaligned()
@@ -361,7 +396,7 @@ impl Entry {
         // SAFETY: an int payload is the 8 bytes at `payload_at`, inside
         // the block, which this entry owns and borrows mutably.
         unsafe {
-            let payload = self.block.as_ptr().add(shape.payload_at);
+            let payload = self.block().add(shape.payload_at);
             ptr::write_unaligned(payload.cast::<[u8; 8]>(), n.to_ne_bytes());
         }
     }
@@ -390,20 +425,20 @@ impl Entry {
     /// Asks the CPU to load the start of the block: header, key and a
     /// short value.
     pub(crate) fn prefetch(&self) {
-        crate::prefetch::read(self.block.as_ptr());
+        crate::prefetch::read(self.block());
     }
 
     /// Recency/frequency for OBJECT and eviction.
     pub fn access(&self) -> &Access {
         // SAFETY: every block starts with an initialised, aligned access
         // word, and `Access` is only ever shared.
-        unsafe { &*self.block.as_ptr().cast::<Access>() }
+        unsafe { &*self.block().cast::<Access>() }
     }
 
     /// The deadline in Unix milliseconds, if the key has a TTL.
     pub fn expire_at_ms(&self) -> Option<u64> {
         // SAFETY: the flags byte is always present.
-        let flags = unsafe { *self.block.as_ptr().add(FLAGS_AT) };
+        let flags = unsafe { *self.block().add(FLAGS_AT) };
         (flags & HAS_DEADLINE != 0).then(|| {
             let bytes = self.bytes(DEADLINE_AT, 8);
             u64::from_ne_bytes(bytes.try_into().expect("a deadline is 8 bytes"))
@@ -425,8 +460,7 @@ impl Entry {
                 // SAFETY: the block has a deadline at DEADLINE_AT, and the
                 // entry is borrowed mutably.
                 unsafe {
-                    self.block
-                        .as_ptr()
+                    self.block()
                         .add(DEADLINE_AT)
                         .cast::<u64>()
                         .write_unaligned(at)
@@ -463,10 +497,10 @@ impl Entry {
     fn replace_block(&mut self, rebuilt: Entry) {
         let old = std::mem::replace(self, rebuilt);
         let layout = old.layout();
-        let block = std::mem::ManuallyDrop::new(old).block;
+        let block = ManuallyDrop::new(old).block();
         // SAFETY: the block was allocated with this layout and nothing
         // refers to it any more.
-        unsafe { alloc::dealloc(block.as_ptr(), layout) }
+        unsafe { alloc::dealloc(block, layout) }
     }
 
     fn layout(&self) -> Layout {
@@ -499,9 +533,9 @@ impl Entry {
                 // is freed without dropping it.
                 let value = unsafe { Box::from_raw(self.boxed(&shape)) };
                 let layout = self.layout();
-                let block = std::mem::ManuallyDrop::new(self).block;
+                let block = ManuallyDrop::new(self).block();
                 // SAFETY: allocated with this layout; nothing refers to it.
-                unsafe { alloc::dealloc(block.as_ptr(), layout) }
+                unsafe { alloc::dealloc(block, layout) }
                 *value
             }
             _ => self.value().to_value(),
@@ -519,7 +553,62 @@ impl Drop for Entry {
         let layout = self.layout();
         // SAFETY: allocated with this layout in `build`; nothing refers to
         // the block once the entry is dropped.
-        unsafe { alloc::dealloc(self.block.as_ptr(), layout) }
+        unsafe { alloc::dealloc(self.block(), layout) }
+    }
+}
+
+/// A slab slot: an [`Entry`], or none as an all-zero address, in the
+/// entry's 6 bytes (an `Option<Entry>` takes 8: a packed address leaves the
+/// compiler no spare value to mark `None` with).
+#[repr(transparent)]
+pub(crate) struct Slot(ManuallyDrop<Entry>);
+
+impl Slot {
+    /// A slot holding nothing.
+    pub(crate) const VACANT: Slot = Slot(ManuallyDrop::new(Entry { address: [0; 3] }));
+
+    fn is_vacant(&self) -> bool {
+        self.0.address == [0; 3]
+    }
+
+    /// The entry in the slot.
+    pub(crate) fn get(&self) -> Option<&Entry> {
+        (!self.is_vacant()).then_some(&*self.0)
+    }
+
+    /// The entry in the slot, for changes (which may move its block).
+    pub(crate) fn get_mut(&mut self) -> Option<&mut Entry> {
+        (!self.is_vacant()).then_some(&mut *self.0)
+    }
+
+    /// Takes the entry out, leaving the slot vacant.
+    pub(crate) fn take(&mut self) -> Option<Entry> {
+        if self.is_vacant() {
+            return None;
+        }
+        let entry = Entry {
+            address: self.0.address,
+        };
+        self.0.address = [0; 3];
+        Some(entry)
+    }
+
+    /// Puts `entry` into the slot, which must be vacant.
+    pub(crate) fn put(&mut self, entry: Entry) {
+        assert!(self.is_vacant(), "a slot is filled only when vacant");
+        self.0 = ManuallyDrop::new(entry);
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
     }
 }
 
@@ -556,7 +645,7 @@ mod tests {
         let with_ttl = Entry::new(key, string(&[b'v'; 64]), Some(1), access());
         assert_eq!(with_ttl.shape().size(), plain.shape().size() + 8);
         assert_eq!(with_ttl.heap_bytes(), 96);
-        assert_eq!(std::mem::size_of::<Option<Entry>>(), 8);
+        assert_eq!(std::mem::size_of::<Slot>(), 6);
     }
 
     #[test]
@@ -610,9 +699,9 @@ mod tests {
             entry.set_int(-3);
             entry.compact();
             assert_eq!(entry.value(), ValueRef::Str(StrRef::Int(-3)));
-            let block = entry.block;
+            let block = entry.block();
             entry.set_int(i64::MAX);
-            assert_eq!(entry.block, block, "the same block");
+            assert_eq!(entry.block(), block, "the same block");
             assert_eq!(entry.value(), ValueRef::Str(StrRef::Int(i64::MAX)));
             assert_eq!(entry.expire_at_ms(), deadline);
             assert_eq!(entry.key(), b"k");

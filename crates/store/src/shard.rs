@@ -55,7 +55,7 @@ use foldhash::fast::RandomState;
 
 use crate::access::Clock;
 use crate::deadlines::Deadlines;
-use crate::entry::Entry;
+use crate::entry::{Entry, Slot};
 use crate::expiry::Reclaimed;
 use crate::index::{self, SlotIndex};
 use crate::s3fifo::{S3Fifo, Slots};
@@ -124,12 +124,12 @@ fn slot_deadline(chunks: &Chunks, slot: u32) -> u64 {
 }
 
 /// The slab: chunks of slots, each empty or holding one entry.
-type Chunks = Vec<Box<[Option<Entry>]>>;
+type Chunks = Vec<Box<[Slot]>>;
 
 impl Slots for Chunks {
     fn entry_at(&self, slot: u32) -> Option<&Entry> {
         let (k, i) = locate(slot as usize);
-        self.get(k)?[i].as_ref()
+        self.get(k)?[i].get()
     }
 
     fn slot_count(&self) -> usize {
@@ -298,7 +298,7 @@ impl Shard {
             return;
         }
         self.s3fifo = epoch.map(|epoch| {
-            for entry in self.chunks.iter().flat_map(|c| c.iter().flatten()) {
+            for entry in self.chunks.iter().flat_map(|c| c.iter().filter_map(Slot::get)) {
                 entry.access().restart_s3fifo(clock);
             }
             S3Fifo::new(epoch)
@@ -506,7 +506,7 @@ impl Shard {
     /// free list and S3-FIFO queues.
     pub fn table_bytes(&self) -> usize {
         self.index.bytes()
-            + self.slot_count() * std::mem::size_of::<Option<Entry>>()
+            + self.slot_count() * std::mem::size_of::<Slot>()
             + self.free.capacity() * std::mem::size_of::<u32>()
             + self.s3fifo.as_ref().map_or(0, S3Fifo::bytes)
     }
@@ -528,7 +528,7 @@ impl Shard {
             // as a Vec does, to what is needed or double its capacity.
             let len = chunk_len(self.chunks.len());
             let free_capacity = len.max(2 * self.free.capacity()).max(4);
-            growth += len * std::mem::size_of::<Option<Entry>>()
+            growth += len * std::mem::size_of::<Slot>()
                 + (free_capacity - self.free.capacity()) * std::mem::size_of::<u32>();
         }
         growth
@@ -581,7 +581,7 @@ impl Shard {
     /// The bytes one entry accounts for, as MEMORY USAGE reports it: its key
     /// and value, its slot, and its share of the index.
     pub fn entry_bytes(entry: &Entry) -> usize {
-        entry.heap_bytes() + std::mem::size_of::<Option<Entry>>() + index::BYTES_PER_KEY
+        entry.heap_bytes() + std::mem::size_of::<Slot>() + index::BYTES_PER_KEY
     }
 
     /// What giving `entry` a deadline adds at most: the deadline in its
@@ -627,7 +627,7 @@ impl Shard {
                 }
             }
             for (shard, k, i) in slots.into_iter().flatten() {
-                if let Some(entry) = &shard.chunks[k][i] {
+                if let Some(entry) = shard.chunks[k][i].get() {
                     entry.prefetch();
                 }
             }
@@ -642,7 +642,7 @@ impl Shard {
     fn slot_mut(&mut self, slot: u32) -> &mut Entry {
         let (k, i) = locate(slot as usize);
         self.chunks[k][i]
-            .as_mut()
+            .get_mut()
             .expect("indexed slot is occupied")
     }
 
@@ -712,7 +712,7 @@ impl Shard {
         }
         let hash = self.hash(entry.key());
         let (k, i) = locate(slot as usize);
-        self.chunks[k][i] = Some(entry);
+        self.chunks[k][i].put(entry);
         self.live_per_chunk[k] += 1;
         let Shard {
             index,
@@ -770,7 +770,7 @@ impl Shard {
             first + len <= index::MAX_SLOTS,
             "shard slot space exhausted"
         );
-        self.chunks.push((0..len).map(|_| None).collect());
+        self.chunks.push((0..len).map(|_| Slot::VACANT).collect());
         self.live_per_chunk.push(0);
         self.free
             .extend((first as u32 + 1..(first + len) as u32).rev());
@@ -922,7 +922,7 @@ impl Shard {
     pub fn iter(&self, now_ms: u64) -> impl Iterator<Item = &Entry> {
         self.chunks
             .iter()
-            .flat_map(|c| c.iter().flatten())
+            .flat_map(|c| c.iter().filter_map(Slot::get))
             .filter(move |e| !e.is_expired(now_ms))
     }
 
@@ -953,7 +953,7 @@ impl Shard {
                 slot = chunk_start(k + 1) % slots;
                 continue;
             }
-            if let Some(entry) = self.chunks[k][i].as_ref().filter(|e| !e.is_expired(now_ms)) {
+            if let Some(entry) = self.chunks[k][i].get().filter(|e| !e.is_expired(now_ms)) {
                 return Some(entry);
             }
             slot = (slot + 1) % slots;
