@@ -51,9 +51,18 @@ static GLOBAL: Jemalloc = Jemalloc;
 /// default). Measured on one binary, interleaved: no CPU cost for SET/GET of
 /// 64 B (1.36 against 1.44 us of keel's CPU per request) nor for 64 KB SETs
 /// evicting (43 against 42 us in the quiet round), where purging every
-/// free (0 ms) cost 200 us.
+/// free (0 ms) cost 200 us. `slab_sizes:1-4096:16`: size classes up to
+/// 4 KB take their regions from slabs of 16 pages, not 1-5, so jemalloc's
+/// metadata per slab (an extent header, radix-tree leaves) is shared by
+/// 4-16 times more regions: 0.8 bytes less a key for 1M keys with a TTL
+/// (96-byte entry blocks: 682 regions a slab, not 128). Measured through
+/// churn (fill 1M keys, delete a random half, then 90% of the rest, refill
+/// 1M: RSS within 0.5 MB of the default at every step, where random
+/// deletions pin nearly every slab either way) and on an emptied server
+/// (0.4 MB more RSS after FLUSHALL).
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: &[u8; 43] = b"background_thread:true,dirty_decay_ms:1000\0";
+static MALLOC_CONF: &[u8; 64] =
+    b"background_thread:true,dirty_decay_ms:1000,slab_sizes:1-4096:16\0";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -298,7 +298,11 @@ impl Shard {
             return;
         }
         self.s3fifo = epoch.map(|epoch| {
-            for entry in self.chunks.iter().flat_map(|c| c.iter().filter_map(Slot::get)) {
+            for entry in self
+                .chunks
+                .iter()
+                .flat_map(|c| c.iter().filter_map(Slot::get))
+            {
                 entry.access().restart_s3fifo(clock);
             }
             S3Fifo::new(epoch)
