@@ -6,12 +6,14 @@
 //!
 //! What a key costs: its entry's packed block (`entry.rs`: access word,
 //! flags, deadline if any, key and inline string bytes in one allocation),
-//! an 8-byte slot pointing to it, and 5 to 8 bytes of index, plus about 5
-//! bytes of deadline index with a TTL (`deadlines.rs`). Free slots are
-//! listed only while free, never reserved per key. A slot holding a pointer rather
-//! than the entry's fields costs 8 bytes instead of 64, and a GET reads
-//! the index, the slot and one block holding key and value together,
-//! where separate key and value allocations cost a cache miss each.
+//! a 6-byte slot pointing to it (the block's address without its three
+//! always-zero low bits, see `entry.rs`), and 5 to 8 bytes of index, plus
+//! about 4 bytes of deadline index with a TTL (`deadlines.rs`). Free slots
+//! are listed only while free, never reserved per key. A slot holding a
+//! pointer rather than the entry's fields costs 6 bytes instead of 64, and
+//! a GET reads the index, the slot and one block holding key and value
+//! together, where separate key and value allocations cost a cache miss
+//! each.
 //!
 //! Stable slots buy three things a plain hash map cannot give:
 //!
