@@ -729,4 +729,26 @@ mod tests {
             assert_eq!(entry.value(), value.view());
         }
     }
+
+    #[test]
+    fn a_slot_holds_an_entry_or_nothing_in_six_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 6);
+        let mut slot = Slot::VACANT;
+        assert!(slot.get().is_none() && slot.take().is_none());
+        let entry = Entry::new(b"key", string(b"value"), Some(5), access());
+        let block = entry.block();
+        assert!(!block.is_null() && (block as usize).is_multiple_of(ALIGN));
+        slot.put(entry);
+        let held = slot.get().expect("a filled slot holds its entry");
+        assert_eq!(held.block(), block, "the address survives packing");
+        assert_eq!((held.key(), held.expire_at_ms()), (&b"key"[..], Some(5)));
+        // A change that moves the block is seen through the slot.
+        slot.get_mut().expect("filled").set_expire_at_ms(None);
+        assert_eq!(slot.get().map(Entry::expire_at_ms), Some(None));
+        let taken = slot.take().expect("a filled slot gives its entry");
+        assert_eq!(taken.value(), string(b"value").view());
+        assert!(slot.get().is_none(), "taking leaves the slot vacant");
+        // Dropped while filled: the slot frees its entry.
+        slot.put(taken);
+    }
 }
