@@ -52,9 +52,9 @@ static GLOBAL: Jemalloc = Jemalloc;
 /// 64 B (1.36 against 1.44 us of keel's CPU per request) nor for 64 KB SETs
 /// evicting (43 against 42 us in the quiet round), where purging every
 /// free (0 ms) cost 200 us. `slab_sizes:1-4096:16`: size classes up to
-/// 4 KB take their regions from slabs of 16 pages, not 1-5, so jemalloc's
+/// 4 KB take their regions from slabs of 16 pages, not 1-7, so jemalloc's
 /// metadata per slab (an extent header, radix-tree leaves) is shared by
-/// 4-16 times more regions: 0.8 bytes less a key for 1M keys with a TTL
+/// 2-16 times more regions: 0.8 bytes less a key for 1M keys with a TTL
 /// (96-byte entry blocks: 682 regions a slab, not 128). Measured through
 /// churn (fill 1M keys, delete a random half, then 90% of the rest, refill
 /// 1M: RSS within 0.5 MB of the default at every step, where random
