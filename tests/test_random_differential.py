@@ -34,6 +34,7 @@ import random
 import re
 import shutil
 import time
+from collections import OrderedDict
 
 import pytest
 
@@ -783,8 +784,8 @@ class CommandGenerator:
 
     def script_cmd(self):
         """EVAL (now and then EVAL_RO) of a script that runs a few generated commands and
-        returns their replies in a table, or EVALSHA of one sent lately (keel keeps the
-        500 scripts EVAL sent last, as Redis 7.4; Redis 7.0 keeps all)."""
+        returns their replies in a table, or EVALSHA of one sent lately (which keel may
+        have dropped: see EvalScriptCache)."""
         declared = self.keys_list(0, 2) if self.rng.random() < 0.5 else []
         numkeys = [str(len(declared))] + declared
         if self.rng.random() < 0.2:
@@ -855,20 +856,57 @@ def normalize(cmd, reply):
 UNKNOWN = "unknown"
 
 
-def divergence(cmd, keel, redis, ran=lambda cmd: ()):
+NOSCRIPT = Err("NOSCRIPT No matching script. Please use EVAL.")
+DROPPED_SCRIPT = ("keel keeps the 500 scripts EVAL brought that were used last, as Redis 7.4; "
+                  "Redis 7.0 keeps every one")
+
+
+class EvalScriptCache:
+    """Which scripts keel's EVAL cache holds, replayed from keel's replies: the
+    500 (MAX_EVAL_SCRIPTS in crates/script) that EVAL or EVALSHA used last.
+    An EVALSHA that keel answers NOSCRIPT where Redis runs the script is the
+    known divergence DROPPED_SCRIPT only if this model dropped it too."""
+
+    BOUND = 500
+
+    def __init__(self):
+        self.by_last_use = OrderedDict()
+
+    def saw(self, cmd, reply):
+        """Feeds keel's reply to a command that ran (not one that was queued)."""
+        name = cmd[0].upper()
+        if name not in ("EVAL", "EVAL_RO", "EVALSHA") or len(cmd) < 3:
+            return
+        # These are answered before the script is looked up or compiled.
+        if isinstance(reply, Err) and (reply == NOSCRIPT or reply.startswith("ERR Number of keys")):
+            return
+        sha = cmd[1] if name == "EVALSHA" else hashlib.sha1(_b(cmd[1])).hexdigest()
+        self.by_last_use.pop(sha, None)
+        self.by_last_use[sha] = None
+        if len(self.by_last_use) > self.BOUND:
+            self.by_last_use.popitem(last=False)
+
+    def dropped(self, sha) -> bool:
+        return sha not in self.by_last_use
+
+
+def divergence(cmd, keel, redis, ran, scripts):
     """How keel's reply to `cmd` differs from Redis's: None if it does not,
     the reason if it is a known divergence, else UNKNOWN. `ran(cmd)` gives
     the commands an EXEC or a script ran: their replies are compared one by
     one, each as its own command's, and it diverges as its first diverging
-    reply does."""
+    reply does. `scripts` is keel's EVAL cache as replayed so far."""
     queued = ran(cmd)
     if (queued and isinstance(keel, list) and isinstance(redis, list)
             and len(keel) == len(redis) == len(queued)):
-        found = [divergence(q, k, r, ran) for q, k, r in zip(queued, keel, redis)]
+        found = [divergence(q, k, r, ran, scripts) for q, k, r in zip(queued, keel, redis)]
         return UNKNOWN if UNKNOWN in found else next((f for f in found if f), None)
     keel, redis = normalize(cmd, keel), normalize(cmd, redis)
     if keel == redis and type(keel) is type(redis):
         return None
+    if (cmd[0].upper() == "EVALSHA" and keel == NOSCRIPT and not isinstance(redis, Err)
+            and scripts.dropped(cmd[1])):
+        return DROPPED_SCRIPT
     tolerance = TTL_TOLERANCE.get(cmd[0].upper().encode())
     if tolerance is not None and isinstance(keel, int) and isinstance(redis, int):
         if keel >= 0 and redis >= 0 and abs(keel - redis) <= tolerance:
@@ -906,6 +944,7 @@ def test_random_commands_match_redis(both_servers):
 
     divergences, known, total = [], {}, 0
     queued = []  # commands queued by the current MULTI
+    scripts = EvalScriptCache()
     exec_ran = []  # the commands the EXEC being compared ran
 
     def ran(cmd):
@@ -936,7 +975,12 @@ def test_random_commands_match_redis(both_servers):
             exec_ran[:] = queued if name == "EXEC" else []
             if name in ("EXEC", "DISCARD") or (name == "MULTI" and keel_reply == OK):
                 queued = []
-            reason = divergence(cmd, keel_reply, redis_reply, ran)
+            reason = divergence(cmd, keel_reply, redis_reply, ran, scripts)
+            if keel_reply != Status("QUEUED"):
+                scripts.saw(cmd, keel_reply)
+            if name == "EXEC" and isinstance(keel_reply, list):
+                for queued_cmd, queued_reply in zip(exec_ran, keel_reply):
+                    scripts.saw(queued_cmd, queued_reply)
             if reason is None:
                 continue
             if reason != UNKNOWN:
