@@ -326,14 +326,39 @@ fn header_len(
     Ok(Some(len))
 }
 
-/// The command name and first argument of each complete multibulk request
-/// at the front of `buf`, read in place and consuming nothing: what a
-/// server looks at to load ahead the keys of the requests it runs next.
-/// It stops at the first request that is incomplete or that the decoder
-/// would refuse (the decoder reports that when it gets there), and at an
-/// inline request.
+/// The command name and first arguments of each complete multibulk
+/// request at the front of `buf`, read in place and consuming nothing: what
+/// a server looks at to load ahead the keys (and the members of a key's
+/// collection) of the requests it runs next. It stops at the first request
+/// that is incomplete or that the decoder would refuse (the decoder reports
+/// that when it gets there), and at an inline request.
 pub fn peek_requests(buf: &[u8]) -> PeekRequests<'_> {
     PeekRequests { buf }
+}
+
+/// Arguments a [`Peeked`] request keeps, the name included: enough for
+/// ZADD key score member.
+pub const PEEKED_ARGS: usize = 4;
+
+/// A request seen by [`peek_requests`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peeked<'a> {
+    /// The first [`PEEKED_ARGS`] arguments, the command name first; `None`
+    /// past the request's last.
+    args: [Option<&'a [u8]>; PEEKED_ARGS],
+}
+
+impl<'a> Peeked<'a> {
+    /// The command name.
+    pub fn name(&self) -> &'a [u8] {
+        self.args[0].expect("a peeked request has a name")
+    }
+
+    /// Argument `at`, counting the name as 0 (as command specs count key
+    /// positions); `None` past the request's last or past what is kept.
+    pub fn arg(&self, at: usize) -> Option<&'a [u8]> {
+        self.args.get(at).copied().flatten()
+    }
 }
 
 /// See [`peek_requests`].
@@ -354,26 +379,25 @@ impl<'a> PeekRequests<'a> {
 }
 
 impl<'a> Iterator for PeekRequests<'a> {
-    /// The command name, and the first argument if there is one.
-    type Item = (&'a [u8], Option<&'a [u8]>);
+    type Item = Peeked<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let (count, mut rest) = Self::header(self.buf, b'*')?;
         if count < 1 || count > MAX_MULTIBULK_LEN as i64 {
             return None;
         }
-        let mut first_two = [None, None];
+        let mut args = [None; PEEKED_ARGS];
         for at in 0..count as usize {
             let (len, after) = Self::header(rest, b'$')?;
             let len = usize::try_from(len).ok()?;
             let arg = after.get(..len)?;
             rest = after.get(len.checked_add(2)?..)?;
-            if let Some(kept) = first_two.get_mut(at) {
+            if let Some(kept) = args.get_mut(at) {
                 *kept = Some(arg);
             }
         }
         self.buf = rest;
-        Some((first_two[0]?, first_two[1]))
+        Some(Peeked { args })
     }
 }
 
@@ -557,10 +581,20 @@ mod tests {
     fn peeking_reads_complete_requests_and_consumes_nothing() {
         let buf = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$5\r\nkey:1";
         let peeked: Vec<_> = peek_requests(buf).collect();
+        assert_eq!(peeked.len(), 2, "the incomplete GET is left out");
+        let (set, ping) = (peeked[0], peeked[1]);
+        assert_eq!(set.name(), b"SET");
         assert_eq!(
-            peeked,
-            [(&b"SET"[..], Some(&b"k"[..])), (&b"PING"[..], None)],
-            "the incomplete GET is left out"
+            [set.arg(1), set.arg(2), set.arg(3)],
+            [Some(&b"k"[..]), Some(&b"v1"[..]), None]
+        );
+        assert_eq!((ping.name(), ping.arg(1)), (&b"PING"[..], None));
+        let zadd = b"*5\r\n$4\r\nZADD\r\n$1\r\nz\r\n$1\r\n1\r\n$1\r\nm\r\n$1\r\nx\r\n";
+        let zadd = peek_requests(zadd).next().expect("complete");
+        assert_eq!(
+            (zadd.arg(3), zadd.arg(4)),
+            (Some(&b"m"[..]), None),
+            "four kept"
         );
         assert_eq!(peek_requests(b"GET k\r\n").count(), 0, "inline");
         assert_eq!(

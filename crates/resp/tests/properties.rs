@@ -117,9 +117,10 @@ proptest! {
         }
         let peeked: Vec<_> = keel_resp::peek_requests(wire).collect();
         prop_assert_eq!(peeked.len(), decoded.len());
-        for ((name, first), args) in peeked.into_iter().zip(&decoded) {
-            prop_assert_eq!(name, &args[0][..]);
-            prop_assert_eq!(first, args.get(1).map(|a| &a[..]));
+        for (peeked, args) in peeked.into_iter().zip(&decoded) {
+            for at in 0..keel_resp::PEEKED_ARGS {
+                prop_assert_eq!(peeked.arg(at), args.get(at).map(|a| &a[..]));
+            }
         }
     }
 }

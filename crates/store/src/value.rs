@@ -283,6 +283,18 @@ pub enum ValueRef<'a> {
 macro_rules! typed_view {
     ($($variant:ident, $ty:ty, $get:ident;)*) => {
         impl<'a> ValueRef<'a> {
+    /// Loads ahead what finding `member` in this value will read, when it
+    /// is a hash, set or sorted set in a hash table (a small one is one
+    /// buffer, which looking the key up brought in).
+    pub fn prefetch_member(self, member: &[u8]) {
+        match self {
+            ValueRef::Hash(hash) => hash.prefetch_field(member),
+            ValueRef::Set(set) => set.prefetch_member(member),
+            ValueRef::ZSet(zset) => zset.prefetch_member(member),
+            ValueRef::Str(_) | ValueRef::List(_) | ValueRef::Stream(_) => {}
+        }
+    }
+
             $(
                 #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
                 pub fn $get(self) -> Option<$ty> {

@@ -35,8 +35,9 @@ fuzz_target!(|input: (u8, &[u8])| {
     assert_eq!(whole, split);
     let peeked: Vec<_> = peek_requests(data).collect();
     assert!(peeked.len() <= whole.0.len());
-    for ((name, first), args) in peeked.into_iter().zip(&whole.0) {
-        assert_eq!(name, &args[0][..]);
-        assert_eq!(first, args.get(1).map(|a| &a[..]));
+    for (peeked, args) in peeked.into_iter().zip(&whole.0) {
+        for at in 0..keel_resp::PEEKED_ARGS {
+            assert_eq!(peeked.arg(at), args.get(at).map(|a| &a[..]));
+        }
     }
 });

@@ -78,6 +78,12 @@ pub struct Spec {
     pub getkeys: Option<GetKeys>,
     /// Subcommands of a container command.
     pub subcommands: &'static [&'static Spec],
+    /// The argument naming a member of the key's hash, set or sorted set
+    /// (HSET's field, ZADD's member), 0 for none: what a connection loads
+    /// ahead for a pipeline on one large collection. A hint only: where
+    /// options move it (ZADD key NX score member), the wrong argument is
+    /// loaded ahead, for nothing.
+    pub member: usize,
 }
 
 impl Spec {
@@ -141,6 +147,7 @@ pub const BASE: Spec = Spec {
     run: |_, _| Ok(()),
     getkeys: None,
     subcommands: &[],
+    member: 0,
 };
 
 /// The HELP subcommand every container has: one line per subcommand.

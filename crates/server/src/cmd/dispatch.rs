@@ -155,12 +155,24 @@ pub fn is_quick(table: &Table, args: &[Bytes]) -> bool {
     })
 }
 
-/// The key a request names as its first argument, for a command whose
-/// first key is there (most): what a connection loads ahead for a request
-/// that runs next. `name` is the command name as sent.
-pub fn first_key_argument<'a>(table: &Table, name: &[u8], first: &'a [u8]) -> Option<&'a [u8]> {
-    let id = table.id(name)?;
-    (table.specs[id].keys.0 == 1).then_some(first)
+/// What a connection loads ahead for a request that runs next: the key it
+/// names as its first argument, for a command whose first key is there
+/// (most), and the member of that key's collection it names, if any (see
+/// [`Spec::member`]).
+pub fn lookups_ahead<'a>(
+    table: &Table,
+    request: &keel_resp::Peeked<'a>,
+) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+    let Some(spec) = table.id(request.name()).map(|id| table.specs[id]) else {
+        return (None, None);
+    };
+    if spec.keys.0 != 1 {
+        return (None, None);
+    }
+    let member = (spec.member != 0)
+        .then(|| request.arg(spec.member))
+        .flatten();
+    (request.arg(1), member)
 }
 
 /// Runs one command (or queues it inside MULTI) at `now`, and writes its
@@ -764,6 +776,47 @@ mod tests {
             &["CLIENT", "LIST"],
         ] {
             assert!(!is_quick(&table, &args(slow)), "{slow:?}");
+        }
+    }
+
+    #[test]
+    fn requests_ahead_name_their_key_and_member() {
+        let table = Table::new();
+        let wire = |words: &[&str]| {
+            let mut out = BytesMut::new();
+            keel_resp::Frame::command(words).encode(&mut out, keel_resp::Protocol::Resp2);
+            out
+        };
+        for (words, key, member) in [
+            (&["HSET", "h", "f", "v"][..], Some("h"), Some("f")),
+            (&["hget", "h", "f"], Some("h"), Some("f")),
+            (&["ZADD", "z", "1", "m"], Some("z"), Some("m")),
+            (&["SISMEMBER", "s", "m"], Some("s"), Some("m")),
+            (&["HLEN", "h"], Some("h"), None),
+            (&["GET", "k"], Some("k"), None),
+            (&["ZADD", "z", "1"], Some("z"), None),
+            (&["EVAL", "return 1", "1", "k"], None, None),
+            (&["PING"], None, None),
+            (&["NOSUCHCOMMAND", "k"], None, None),
+        ] {
+            let buf = wire(words);
+            let request = keel_resp::peek_requests(&buf).next().expect("complete");
+            let (found_key, found_member) = lookups_ahead(&table, &request);
+            let expected = (key.map(str::as_bytes), member.map(str::as_bytes));
+            assert_eq!((found_key, found_member), expected, "{words:?}");
+        }
+    }
+
+    #[test]
+    fn a_member_argument_is_after_the_first_key_and_within_what_is_peeked() {
+        for spec in Table::new().specs().iter().filter(|spec| spec.member != 0) {
+            assert_eq!(spec.keys.0, 1, "{}", spec.name);
+            assert!(spec.member < keel_resp::PEEKED_ARGS, "{}", spec.name);
+            assert!(
+                spec.arity.unsigned_abs() as usize > spec.member,
+                "{}",
+                spec.name
+            );
         }
     }
 }

@@ -51,6 +51,6 @@ mod zset;
 pub use context::transaction::unwatch_all;
 pub use context::{parse_f64, Error};
 pub use dispatch::{
-    call_nested, execute, first_key_argument, held_by_pause, is_quick, lookup, Execution, Lookup,
+    call_nested, execute, held_by_pause, is_quick, lookup, lookups_ahead, Execution, Lookup,
 };
 pub use registry::Table;

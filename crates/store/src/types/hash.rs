@@ -37,6 +37,13 @@ impl Hash {
         }
     }
 
+    /// Loads ahead what finding `field` will read (see `Table::prefetch`).
+    pub(crate) fn prefetch_field(&self, field: &[u8]) {
+        if let Hash::Table(t) = self {
+            t.prefetch(field);
+        }
+    }
+
     /// True when the hash has no field (it is then deleted).
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -45,6 +45,13 @@ impl Set {
         }
     }
 
+    /// Loads ahead what finding `member` will read (see `Table::prefetch`).
+    pub(crate) fn prefetch_member(&self, member: &[u8]) {
+        if let Set::Table(t) = self {
+            t.prefetch(member);
+        }
+    }
+
     /// True when the set has no member (it is then deleted).
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -117,6 +117,20 @@ impl<T: Member> Table<T> {
             .copied()
     }
 
+    /// Loads ahead what finding `key` will read: its index group, and the
+    /// slot its first candidate names (where the member is, unless two
+    /// hashes share a tag). The index's loads are real ones, but a caller
+    /// that does this for several keys in a row has their misses overlap,
+    /// where finding them one command after another waits for each.
+    pub fn prefetch(&self, key: &[u8]) {
+        let hash = self.hasher.hash_one(key);
+        if let Some(&slot) = self.index.iter_hash(hash).next() {
+            if let Some(member) = self.slots.get(slot as usize) {
+                crate::prefetch::read(member);
+            }
+        }
+    }
+
     fn slot(&self, slot: u32) -> &T {
         self.slots[slot as usize]
             .as_ref()

@@ -87,6 +87,13 @@ impl ZSet {
         }
     }
 
+    /// Loads ahead what finding `member` will read (see `Table::prefetch`).
+    pub(crate) fn prefetch_member(&self, member: &[u8]) {
+        if let ZSet::Tree(t) = self {
+            t.scores.prefetch(member);
+        }
+    }
+
     /// True when there is no member (the key is then deleted).
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -21,6 +21,7 @@ const fn spec(
         summary,
         since: "2.0.0",
         run,
+        member: 2,
         ..BASE
     }
 }
@@ -91,14 +92,17 @@ pub const HSTRLEN: Spec = Spec {
 };
 
 /// HLEN.
-pub const HLEN: Spec = spec(
-    "hlen",
-    2,
-    "Get the number of fields in a hash",
-    |ctx, args| {
-        read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
-            ctx.w().integer(hash.map_or(0, Hash::len) as i64);
-            Ok(())
-        })
-    },
-);
+pub const HLEN: Spec = Spec {
+    member: 0,
+    ..spec(
+        "hlen",
+        2,
+        "Get the number of fields in a hash",
+        |ctx, args| {
+            read(ctx, &args[1], |ctx, hash: Option<&Hash>| {
+                ctx.w().integer(hash.map_or(0, Hash::len) as i64);
+                Ok(())
+            })
+        },
+    )
+};

@@ -14,6 +14,7 @@ pub const HINCRBY: Spec = Spec {
     arity: 4,
     flags: &["write", "denyoom", "fast"],
     keys: (1, 1, 1),
+    member: 2,
     acl: &["@write", "@hash", "@fast"],
     group: "hash",
     summary: "Increment the integer value of a hash field by the given number",

@@ -24,6 +24,7 @@ const fn spec(
         since: "2.0.0",
         complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
         run,
+        member: 2,
         ..BASE
     }
 }

@@ -11,6 +11,7 @@ pub const SADD: Spec = Spec {
     arity: -3,
     flags: &["write", "denyoom", "fast"],
     keys: (1, 1, 1),
+    member: 2,
     acl: &["@write", "@set", "@fast"],
     group: "set",
     summary: "Add one or more members to a set",

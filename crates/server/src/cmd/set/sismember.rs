@@ -20,6 +20,7 @@ const fn spec(
         group: "set",
         summary,
         run,
+        member: 2,
         ..BASE
     }
 }
@@ -60,20 +61,24 @@ pub const SMISMEMBER: Spec = Spec {
 };
 
 /// SCARD.
-pub const SCARD: Spec = spec(
-    "scard",
-    2,
-    "Get the number of members in a set",
-    |ctx, args| {
-        read(ctx, &args[1], |ctx, set: Option<&Set>| {
-            ctx.w().integer(set.map_or(0, Set::len) as i64);
-            Ok(())
-        })
-    },
-);
+pub const SCARD: Spec = Spec {
+    member: 0,
+    ..spec(
+        "scard",
+        2,
+        "Get the number of members in a set",
+        |ctx, args| {
+            read(ctx, &args[1], |ctx, set: Option<&Set>| {
+                ctx.w().integer(set.map_or(0, Set::len) as i64);
+                Ok(())
+            })
+        },
+    )
+};
 
 /// SMEMBERS.
 pub const SMEMBERS: Spec = Spec {
+    member: 0,
     flags: &["readonly"],
     acl: &["@read", "@set", "@slow"],
     complexity: "O(N) where N is the set cardinality.",

@@ -115,6 +115,7 @@ pub const ZADD: Spec = Spec {
     arity: -4,
     flags: &["write", "denyoom", "fast"],
     keys: (1, 1, 1),
+    member: 3,
     acl: &["@write", "@sortedset", "@fast"],
     group: "sorted-set",
     summary: "Add one or more members to a sorted set, or update its score if it already exists",
@@ -183,6 +184,7 @@ pub const ZREM: Spec = Spec {
     arity: -3,
     flags: &["write", "fast"],
     summary: "Remove one or more members from a sorted set",
+    member: 2,
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     run: |ctx, args| {
         let removed = update(ctx, &args[1], Missing::Skip, "zrem", |zset: &mut ZSet| {

@@ -21,22 +21,26 @@ const fn spec(
         summary,
         since: "1.2.0",
         run,
+        member: 2,
         ..BASE
     }
 }
 
 /// ZCARD.
-pub const ZCARD: Spec = spec(
-    "zcard",
-    2,
-    "Get the number of members in a sorted set",
-    |ctx, args| {
-        read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
-            ctx.w().integer(zset.map_or(0, ZSet::len) as i64);
-            Ok(())
-        })
-    },
-);
+pub const ZCARD: Spec = Spec {
+    member: 0,
+    ..spec(
+        "zcard",
+        2,
+        "Get the number of members in a sorted set",
+        |ctx, args| {
+            read(ctx, &args[1], |ctx, zset: Option<&ZSet>| {
+                ctx.w().integer(zset.map_or(0, ZSet::len) as i64);
+                Ok(())
+            })
+        },
+    )
+};
 
 /// ZSCORE.
 pub const ZSCORE: Spec = spec(
