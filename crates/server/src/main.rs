@@ -12,6 +12,7 @@ mod cluster;
 mod cmd;
 mod config;
 mod connection;
+mod defrag;
 mod eviction;
 mod latency;
 mod latency_monitor;

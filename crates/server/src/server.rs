@@ -865,6 +865,7 @@ fn start_maintenance(server: Arc<Server>, may_raise_priority: bool) -> std::io::
                 work.spawn(expire_keys(server.clone()));
                 work.spawn(crate::persistence::save::run_schedule(server.clone()));
                 work.spawn(crate::replication::ping_replicas(server.clone()));
+                work.spawn(crate::defrag::run(server.clone()));
                 work.spawn(crate::eviction::evict_ahead(server));
                 while work.join_next().await.is_some() {}
             });

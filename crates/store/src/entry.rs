@@ -49,6 +49,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::{self, NonNull};
 
 use crate::access::Access;
+use crate::defrag::Relocate;
 use crate::size_class::allocated;
 use crate::value::{Str, StrRef, Value, ValueRef};
 
@@ -501,6 +502,33 @@ impl Entry {
         // SAFETY: the block was allocated with this layout and nothing
         // refers to it any more.
         unsafe { alloc::dealloc(block, layout) }
+    }
+
+    /// Moves the block where `mover` allocates, if `mover` asks for it
+    /// (see `crate::defrag`); a boxed value stays where it is. True if it
+    /// moved.
+    pub(crate) fn relocate(&mut self, mover: &mut dyn Relocate) -> bool {
+        let Some(old) = NonNull::new(self.block()) else {
+            return false;
+        };
+        if !mover.should_move(old) {
+            return false;
+        }
+        let layout = self.layout();
+        let Some(new) = mover.allocate(layout) else {
+            return false;
+        };
+        // SAFETY: both blocks are `layout.size()` bytes, and a fresh
+        // allocation overlaps nothing. The copy is the whole entry (the
+        // access word, read through `&mut self`, has no other user), so the
+        // new block is this entry and the old one is referred to by nothing
+        // once the entry points at the new one.
+        unsafe {
+            ptr::copy_nonoverlapping(old.as_ptr(), new.as_ptr(), layout.size());
+            let _ = ManuallyDrop::new(std::mem::replace(self, Entry::from_block(new)));
+            mover.free(old, layout);
+        }
+        true
     }
 
     fn layout(&self) -> Layout {

@@ -24,10 +24,13 @@
 //! - [`strtod`]: C's `strtod`, as SORT reads scores.
 //! - [`size_class`]: what an allocation really takes, which the accounting
 //!   counts.
+//! - [`defrag`]: active defragmentation, moving entry blocks out of sparse
+//!   allocator pages.
 
 pub mod access;
 pub mod bits;
 mod deadlines;
+pub mod defrag;
 mod entry;
 pub mod expiry;
 pub mod geohash;

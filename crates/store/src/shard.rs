@@ -57,6 +57,7 @@ use foldhash::fast::RandomState;
 
 use crate::access::Clock;
 use crate::deadlines::Deadlines;
+use crate::defrag::Relocate;
 use crate::entry::{Entry, Slot};
 use crate::expiry::Reclaimed;
 use crate::index::{self, SlotIndex};
@@ -577,6 +578,31 @@ impl Shard {
             .range(..now_ms / 1000)
             .map(|(_, bytes)| bytes)
             .sum()
+    }
+
+    /// Offers the entries of the slots from `from` on, `budget` slots at
+    /// most, to `mover` (see `crate::defrag`). Returns the blocks moved and
+    /// kept, and the slot to go on from, `None` past the last.
+    pub(crate) fn relocate_entries(
+        &mut self,
+        from: u32,
+        budget: usize,
+        mover: &mut dyn Relocate,
+    ) -> (u64, u64, Option<u32>) {
+        let end = self.slot_count();
+        let (mut moved, mut kept) = (0, 0);
+        let mut slot = from as usize;
+        while slot < end && slot - (from as usize) < budget {
+            let (k, i) = locate(slot);
+            if let Some(entry) = self.chunks[k][i].get_mut() {
+                match entry.relocate(mover) {
+                    true => moved += 1,
+                    false => kept += 1,
+                }
+            }
+            slot += 1;
+        }
+        (moved, kept, (slot < end).then_some(slot as u32))
     }
 
     /// How many slots exist (live or free): the upper bound of a slot cursor.

@@ -27,6 +27,7 @@ use foldhash::fast::RandomState;
 use parking_lot::{Mutex, RwLock};
 
 use crate::access::{AccessConfig, Clock};
+use crate::defrag::{DefragCursor, DefragStep, Relocate};
 use crate::expiry::LagWindow;
 use crate::shard::{Shard, SlotCounter};
 
@@ -234,6 +235,46 @@ impl Store {
             for member in members {
                 value.prefetch_member(member);
             }
+        }
+    }
+
+    /// One step of active defragmentation (see `crate::defrag`): offers the
+    /// entries of up to `budget` slots from `cursor` on to `mover`, under
+    /// one shard's write lock at a time, and moves `cursor` past them. A
+    /// step ends at the end of a shard, so a lock is held for `budget`
+    /// slots at most.
+    pub fn defrag_step(
+        &self,
+        cursor: &mut DefragCursor,
+        budget: usize,
+        mover: &mut dyn Relocate,
+    ) -> DefragStep {
+        if cursor.db >= self.dbs.len() || cursor.shard >= SHARDS_PER_DB {
+            *cursor = DefragCursor::default();
+        }
+        let mut shard = self.dbs[cursor.db][cursor.shard].write();
+        let (moved, kept, next) = shard.relocate_entries(cursor.slot, budget, mover);
+        drop(shard);
+        let mut pass_done = false;
+        match next {
+            Some(slot) => cursor.slot = slot,
+            None => {
+                cursor.slot = 0;
+                cursor.shard += 1;
+                if cursor.shard == SHARDS_PER_DB {
+                    cursor.shard = 0;
+                    cursor.db += 1;
+                    if cursor.db == self.dbs.len() {
+                        cursor.db = 0;
+                        pass_done = true;
+                    }
+                }
+            }
+        }
+        DefragStep {
+            moved,
+            kept,
+            pass_done,
         }
     }
 
@@ -445,6 +486,90 @@ mod tests {
             panic!("the hash is still there: {found:?}");
         };
         assert_eq!((hash.len(), hash.get(b"f1")), (1000, Some(&b"v"[..])));
+    }
+
+    /// Moves every other block it is offered, with the global allocator,
+    /// and remembers where the moved ones were.
+    #[derive(Default)]
+    struct EveryOther {
+        offered: usize,
+        freed: Vec<usize>,
+    }
+
+    // SAFETY: blocks come from and go back to the global allocator.
+    unsafe impl Relocate for EveryOther {
+        fn should_move(&mut self, _block: std::ptr::NonNull<u8>) -> bool {
+            self.offered += 1;
+            self.offered.is_multiple_of(2)
+        }
+
+        fn allocate(&mut self, layout: std::alloc::Layout) -> Option<std::ptr::NonNull<u8>> {
+            // SAFETY: an entry's layout is never zero-sized.
+            std::ptr::NonNull::new(unsafe { std::alloc::alloc(layout) })
+        }
+
+        unsafe fn free(&mut self, block: std::ptr::NonNull<u8>, layout: std::alloc::Layout) {
+            self.freed.push(block.as_ptr() as usize);
+            // SAFETY: the caller's contract.
+            unsafe { std::alloc::dealloc(block.as_ptr(), layout) }
+        }
+    }
+
+    /// A defragmentation pass moves blocks without changing what any key
+    /// holds (inline strings, integers, boxed values, TTLs) or what the
+    /// store counts, over every database and shard, small steps at a time.
+    #[test]
+    fn defragmentation_moves_blocks_and_changes_nothing_else() {
+        use crate::types::{Hash, Limits};
+        use crate::value::Value;
+        let store = Store::new(2);
+        let limits = Limits::default();
+        for db_index in 0..2 {
+            let db = store.db(db_index, 0);
+            for i in 0..500 {
+                let key = format!("key:{i}");
+                let value = match i % 3 {
+                    0 => s(&format!("value {i}")),
+                    1 => s(&i.to_string()),
+                    _ => {
+                        let mut hash = Hash::default();
+                        hash.set(b"field", key.as_bytes(), &limits);
+                        Value::Hash(hash)
+                    }
+                };
+                let deadline = (i % 5 == 0).then_some(1_000_000 + i);
+                db.write(key.as_bytes())
+                    .insert(key.as_bytes(), value, deadline);
+            }
+        }
+        let read_all = |store: &Store| -> Vec<_> {
+            (0..2)
+                .flat_map(|d| (0..500).map(move |i| (d, format!("key:{i}"))))
+                .map(|(d, key)| {
+                    let db = store.db(d, 0);
+                    let read = db.read(key.as_bytes());
+                    let entry = read.get(key.as_bytes()).expect("present");
+                    (entry.value().to_value(), entry.expire_at_ms())
+                })
+                .collect()
+        };
+        let (before, bytes_before) = (read_all(&store), store.dataset_bytes());
+        let mut cursor = DefragCursor::default();
+        let mut mover = EveryOther::default();
+        let (mut moved, mut kept, mut steps) = (0, 0, 0);
+        loop {
+            let step = store.defrag_step(&mut cursor, 7, &mut mover);
+            (moved, kept, steps) = (moved + step.moved, kept + step.kept, steps + 1);
+            if step.pass_done {
+                break;
+            }
+        }
+        assert_eq!((moved, kept), (500, 500), "every key offered once");
+        assert_eq!(mover.freed.len(), 500);
+        assert!(steps > 2 * SHARDS_PER_DB, "steps end at each shard's end");
+        assert_eq!(cursor, DefragCursor::default(), "back at the start");
+        assert_eq!(read_all(&store), before);
+        assert_eq!(store.dataset_bytes(), bytes_before);
     }
 
     #[test]

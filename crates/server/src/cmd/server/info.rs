@@ -187,6 +187,14 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
             put("allocator_allocated", m.allocated.to_string());
             put("allocator_active", m.active.to_string());
             put("allocator_resident", m.resident.to_string());
+            put(
+                "allocator_frag_ratio",
+                format!("{:.2}", m.active as f64 / m.allocated.max(1) as f64),
+            );
+            put(
+                "allocator_frag_bytes",
+                m.active.saturating_sub(m.allocated).to_string(),
+            );
             put("total_system_memory", m.system.to_string());
             put("total_system_memory_human", human(m.system));
             let scripts = server.scripting.memory();
@@ -234,6 +242,10 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                 server.client_budget.limit().to_string(),
             );
             put("mem_allocator", "jemalloc-5.3.0".into());
+            put(
+                "active_defrag_running",
+                crate::defrag::report().running.to_string(),
+            );
             let lazyfree = crate::lazyfree::pending();
             put("lazyfree_pending_objects", lazyfree.objects.to_string());
             put("lazyfree_pending_bytes", lazyfree.bytes.to_string());
@@ -353,6 +365,13 @@ fn section(server: &Server, name: &str, now_ms: u64) -> Vec<(String, String)> {
                     .to_string(),
             );
             put("evicted_clients", "0".into());
+            // Every key is one entry block, so a key is hit when its block
+            // moves.
+            let defrag = crate::defrag::report();
+            put("active_defrag_hits", defrag.hits.to_string());
+            put("active_defrag_misses", defrag.misses.to_string());
+            put("active_defrag_key_hits", defrag.hits.to_string());
+            put("active_defrag_key_misses", defrag.misses.to_string());
             put("eviction_cpu_usec", t.eviction_usec.to_string());
             put(
                 "backpressure_paused_clients",
