@@ -75,9 +75,10 @@ def test_active_defrag_returns_the_pages_a_mass_deletion_left_sparse(start_serve
     assert stats["active_defrag_hits"] >= KEPT // 2, stats
     assert stats["active_defrag_hits"] + stats["active_defrag_misses"] >= 2 * KEPT, stats
     assert stats["active_defrag_key_hits"] == stats["active_defrag_hits"]
-    # Measured: active pages 39 MB -> 20 MB of 300,000 keys less 90%.
-    assert after["allocator_active"] < 0.75 * before["allocator_active"], (before, after)
-    assert after["allocator_frag_bytes"] < before["allocator_frag_bytes"] / 2, (before, after)
+    # Measured with 300,000 keys less 90%: active pages 39.2 MB -> 13.3 MB,
+    # fragmentation 28.1 MB -> 2.8 MB, resident 44.7 MB -> 18.8 MB.
+    assert after["allocator_active"] < 0.5 * before["allocator_active"], (before, after)
+    assert after["allocator_frag_bytes"] < before["allocator_frag_bytes"] / 4, (before, after)
     assert after["allocator_resident"] < before["allocator_resident"], (before, after)
 
     assert r.dbsize() == KEPT

@@ -31,7 +31,9 @@
 //!   with active pages 2.7 times the allocations. New blocks and freed
 //!   ones bypass the thread cache (`MALLOCX_TCACHE_NONE`), so a new block
 //!   comes from the fullest slabs and a freed region does not come
-//!   straight back to the next allocation.
+//!   straight back to the next allocation. Each pass starts by asking the
+//!   workers to flush their own thread caches: a quiet worker's cache keeps
+//!   the regions of the keys it deleted, each pinning its slab.
 //!
 //! Redis's Debian package is built against the system's jemalloc, without
 //! that patch, and refuses `activedefrag yes`; keel's jemalloc is stock too,
@@ -176,6 +178,11 @@ pub async fn run(server: Arc<Server>) {
         RUNNING.store(effort, Ordering::Relaxed);
         if effort == 0 {
             continue;
+        }
+        if !mid_pass {
+            // Regions the workers' thread caches hold pin their slabs: the
+            // pass that starts now could empty those slabs but for them.
+            server.thread_cache_flush.send_modify(|flushes| *flushes += 1);
         }
         let budget = TICK * effort as u32 / 100;
         let started = Instant::now();

@@ -87,6 +87,9 @@ pub struct Server {
     /// Wakes background eviction when a write finds memory past the high
     /// watermark.
     pub eviction_wake: tokio::sync::Notify,
+    /// Asks every worker to return what its allocator thread cache holds
+    /// (see `crate::defrag`): a count that goes up at each request.
+    pub thread_cache_flush: tokio::sync::watch::Sender<u64>,
     /// Bytes the writes running now may add to the dataset (see
     /// [`crate::eviction::Room`]).
     pub reserved_for_writes: AtomicUsize,
@@ -198,6 +201,7 @@ impl Server {
             listeners: Default::default(),
             hot: HotConfig::default(),
             eviction_wake: tokio::sync::Notify::new(),
+            thread_cache_flush: tokio::sync::watch::Sender::new(0),
             reserved_for_writes: AtomicUsize::new(0),
             concurrent_writers,
             client_budget,
@@ -565,9 +569,20 @@ impl Worker {
             .name(format!("keel-worker-{number}"))
             .spawn(move || {
                 let lane = Arc::new(connection::HeavyLane::default());
+                let mut flushes = server.thread_cache_flush.subscribe();
                 runtime.block_on(async {
                     let mut tasks = tokio::task::JoinSet::new();
-                    while let Some(handover) = incoming.recv().await {
+                    loop {
+                        let handover = tokio::select! {
+                            handover = incoming.recv() => handover,
+                            Ok(()) = flushes.changed() => {
+                                crate::memory::flush_thread_cache();
+                                continue;
+                            }
+                        };
+                        let Some(handover) = handover else {
+                            break;
+                        };
                         tasks.spawn(connection::serve(server.clone(), lane.clone(), handover));
                         // Reap finished connections as we go.
                         while tasks.try_join_next().is_some() {}
