@@ -16,7 +16,8 @@
 //!   `active-defrag-cycle-max` at `active-defrag-threshold-upper`
 //!   (INFO `active_defrag_running` shows the share). It works in steps of
 //!   [`SLOTS_PER_STEP`] slots under one shard's write lock, so a request on
-//!   that shard waits for one step at most. It runs on the maintenance
+//!   that shard waits for one step at most (LATENCY HISTOGRAM
+//!   keel-defrag-step). It runs on the maintenance
 //!   thread, below the workers' priority.
 //! - **Which blocks.** jemalloc's `experimental.utilization.query` gives a
 //!   block's slab (how many of its regions are free, out of how many) and
@@ -50,6 +51,7 @@ use std::time::{Duration, Instant};
 use keel_store::defrag::{DefragCursor, Relocate};
 
 use crate::server::Server;
+use crate::stats::Work;
 
 /// How often the walk runs while it is active, and how often the settings
 /// and fragmentation are looked at.
@@ -182,14 +184,18 @@ pub async fn run(server: Arc<Server>) {
         if !mid_pass {
             // Regions the workers' thread caches hold pin their slabs: the
             // pass that starts now could empty those slabs but for them.
-            server.thread_cache_flush.send_modify(|flushes| *flushes += 1);
+            server
+                .thread_cache_flush
+                .send_modify(|flushes| *flushes += 1);
         }
         let budget = TICK * effort as u32 / 100;
         let started = Instant::now();
         while started.elapsed() < budget {
+            let step_started = Instant::now();
             let step = server
                 .store
                 .defrag_step(&mut cursor, SLOTS_PER_STEP, &mut mover);
+            (server.stats).record_work(Work::DefragStep, step_started.elapsed());
             HITS.fetch_add(step.moved, Ordering::Relaxed);
             MISSES.fetch_add(step.kept, Ordering::Relaxed);
             moved_this_pass += step.moved;

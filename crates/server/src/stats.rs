@@ -77,15 +77,19 @@ pub enum Work {
     LazyFree,
     /// How long one connection waited for the client budget.
     BackpressurePause,
+    /// One step of active defragmentation (`crate::defrag`): the longest
+    /// a command on one shard waits for it.
+    DefragStep,
 }
 
 impl Work {
     /// Every kind, in the order reports list them.
-    pub const ALL: [Work; 4] = [
+    pub const ALL: [Work; 5] = [
         Work::EvictionBatch,
         Work::ExpirePass,
         Work::LazyFree,
         Work::BackpressurePause,
+        Work::DefragStep,
     ];
 
     /// The name LATENCY HISTOGRAM and INFO latencystats give it: `keel-`
@@ -96,6 +100,7 @@ impl Work {
             Work::ExpirePass => "keel-expire-pass",
             Work::LazyFree => "keel-lazyfree",
             Work::BackpressurePause => "keel-backpressure-pause",
+            Work::DefragStep => "keel-defrag-step",
         }
     }
 
