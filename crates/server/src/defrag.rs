@@ -190,6 +190,9 @@ pub async fn run(server: Arc<Server>) {
         }
         let budget = TICK * effort as u32 / 100;
         let started = Instant::now();
+        // At the workers' priority while it takes their shard locks (see
+        // `crate::priority`).
+        let _priority = crate::priority::WorkersPriority::begin();
         while started.elapsed() < budget {
             let step_started = Instant::now();
             let step = server
