@@ -354,6 +354,7 @@ def test_resetstat_clears_histograms(observed):
 
 
 BACKGROUND = ["keel-eviction-batch", "keel-expire-pass", "keel-lazyfree", "keel-backpressure-pause"]
+# keel-defrag-step is covered by test_defrag.py.
 
 
 @KEEL_ONLY_WORK
@@ -458,7 +459,7 @@ def test_metrics_agree_with_info(start_server):
     assert all(by_bound[k] == v for k, v in histogram[1]), "the buckets LATENCY HISTOGRAM shows"
     work = got["keel_background_work_duration_seconds"]
     assert {s.labels["work"] for s in work.samples} == {
-        "eviction-batch", "expire-pass", "lazyfree", "backpressure-pause"}
+        "eviction-batch", "expire-pass", "lazyfree", "backpressure-pause", "defrag-step"}
 
 
 @KEEL_ONLY_METRICS
