@@ -220,12 +220,12 @@ pub async fn run(server: Arc<Server>) {
 fn utilization_query_mib() -> Option<&'static [usize]> {
     static MIB: OnceLock<Option<Vec<usize>>> = OnceLock::new();
     MIB.get_or_init(|| {
-        let name = b"experimental.utilization.query\0";
+        let name = c"experimental.utilization.query";
         let mut mib = [0usize; 4];
         let mut len = mib.len();
         // SAFETY: a NUL-terminated name, and a MIB buffer of `len` entries.
         let failed = unsafe {
-            tikv_jemalloc_sys::mallctlnametomib(name.as_ptr().cast(), mib.as_mut_ptr(), &mut len)
+            tikv_jemalloc_sys::mallctlnametomib(name.as_ptr(), mib.as_mut_ptr(), &mut len)
         };
         (failed == 0).then(|| mib[..len].to_vec())
     })

@@ -44,20 +44,8 @@ pub fn sample() -> MemorySample {
 /// Asks jemalloc to give the pages it holds free back to the system, in
 /// every arena (MEMORY PURGE).
 pub fn purge() {
-    // "arena.<MALLCTL_ARENAS_ALL>.purge": a call that reads and writes
-    // nothing.
-    const PURGE_ALL: &[u8] = b"arena.4096.purge\0";
-    // SAFETY: a NUL-terminated name, and null old/new pointers with zero
-    // lengths, as this mallctl takes.
-    unsafe {
-        tikv_jemalloc_sys::mallctl(
-            PURGE_ALL.as_ptr().cast(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        );
-    }
+    // "arena.<MALLCTL_ARENAS_ALL>.purge".
+    mallctl_action(c"arena.4096.purge");
 }
 
 /// Returns the freed regions this thread's allocator cache holds to their
@@ -67,12 +55,16 @@ pub fn purge() {
 /// defragmentation, a worker's cache still held 168 of 232 slabs of the
 /// keys' size class.
 pub fn flush_thread_cache() {
-    const FLUSH: &[u8] = b"thread.tcache.flush\0";
+    mallctl_action(c"thread.tcache.flush");
+}
+
+/// Calls a jemalloc control that reads and writes nothing: an action.
+fn mallctl_action(name: &std::ffi::CStr) {
     // SAFETY: a NUL-terminated name, and null old/new pointers with zero
-    // lengths, as this mallctl takes.
+    // lengths, as an action takes.
     unsafe {
         tikv_jemalloc_sys::mallctl(
-            FLUSH.as_ptr().cast(),
+            name.as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
