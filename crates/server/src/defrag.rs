@@ -17,8 +17,8 @@
 //!   (INFO `active_defrag_running` shows the share). It works in steps of
 //!   [`SLOTS_PER_STEP`] slots under one shard's write lock, so a request on
 //!   that shard waits for one step at most (LATENCY HISTOGRAM
-//!   keel-defrag-step). It runs on the maintenance
-//!   thread, below the workers' priority.
+//!   keel-defrag-step). It runs on the maintenance thread, raised to the
+//!   workers' priority while it walks (see `crate::priority`).
 //! - **Which blocks.** jemalloc's `experimental.utilization.query` gives a
 //!   block's slab (how many of its regions are free, out of how many) and
 //!   its size class's slabs together. Redis's rule (its jemalloc patch's
@@ -64,7 +64,7 @@ const DISABLED_CHECK: Duration = Duration::from_secs(1);
 const REST_AFTER_FRUITLESS_PASS: Duration = Duration::from_secs(10);
 
 /// Slots offered per step: one shard's write lock is held this long.
-pub const SLOTS_PER_STEP: usize = 128;
+const SLOTS_PER_STEP: usize = 128;
 
 /// Blocks moved, as INFO `active_defrag_hits` counts them.
 static HITS: AtomicU64 = AtomicU64::new(0);
