@@ -19,7 +19,9 @@
 //!   that shard waits for one step at most (LATENCY HISTOGRAM
 //!   keel-defrag-step). It runs on the maintenance thread, raised to the
 //!   workers' priority while it walks (see `crate::priority`).
-//! - **Which blocks.** jemalloc's `experimental.utilization.query` gives a
+//! - **Which blocks.** The store offers each key's entry block and, for a
+//!   value in a box, the box and the value's own buffer (see
+//!   `keel_store::defrag`). jemalloc's `experimental.utilization.query` gives a
 //!   block's slab (how many of its regions are free, out of how many) and
 //!   its size class's slabs together. Redis's rule (its jemalloc patch's
 //!   defrag hint), from the same figures: a block moves if its slab is not
@@ -299,6 +301,11 @@ fn should_move(block: usize, u: &Utilization) -> bool {
     used * bin_slabs <= bin_used || 2 * used < u.nregs as u128
 }
 
+/// `mallocx`/`sdallocx` flags for `layout` that bypass the thread cache.
+fn bypassing_cache(layout: Layout) -> std::ffi::c_int {
+    tikv_jemalloc_sys::MALLOCX_ALIGN(layout.align()) | tikv_jemalloc_sys::MALLOCX_TCACHE_NONE
+}
+
 // SAFETY: `mallocx` and `sdallocx` are the global allocator's own
 // functions (keel-server's global allocator is this jemalloc).
 unsafe impl Relocate for Jemalloc {
@@ -308,14 +315,8 @@ unsafe impl Relocate for Jemalloc {
     }
 
     fn allocate(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        // Sizes of entry blocks are multiples of jemalloc's 8-byte
-        // quantum and blocks need 8-byte alignment, which every size
-        // class of 8 bytes and more has.
-        debug_assert!(layout.align() <= 8);
-        // SAFETY: a non-zero size (an entry is at least its access word).
-        let block = unsafe {
-            tikv_jemalloc_sys::mallocx(layout.size(), tikv_jemalloc_sys::MALLOCX_TCACHE_NONE)
-        };
+        // SAFETY: the store never asks for a zero-sized block.
+        let block = unsafe { tikv_jemalloc_sys::mallocx(layout.size(), bypassing_cache(layout)) };
         NonNull::new(block.cast())
     }
 
@@ -326,7 +327,7 @@ unsafe impl Relocate for Jemalloc {
             tikv_jemalloc_sys::sdallocx(
                 block.as_ptr().cast(),
                 layout.size(),
-                tikv_jemalloc_sys::MALLOCX_TCACHE_NONE,
+                bypassing_cache(layout),
             )
         }
     }

@@ -49,7 +49,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::{self, NonNull};
 
 use crate::access::Access;
-use crate::defrag::Relocate;
+use crate::defrag::{move_block, relocate_box, Relocate};
 use crate::size_class::allocated;
 use crate::value::{Str, StrRef, Value, ValueRef};
 
@@ -505,30 +505,37 @@ impl Entry {
     }
 
     /// Moves the block where `mover` allocates, if `mover` asks for it
-    /// (see `crate::defrag`); a boxed value stays where it is. True if it
-    /// moved.
+    /// (see `crate::defrag`), and for a boxed value, the box and what the
+    /// value owns directly (`Value::relocate`). True if anything moved.
     pub(crate) fn relocate(&mut self, mover: &mut dyn Relocate) -> bool {
-        let Some(old) = NonNull::new(self.block()) else {
-            return false;
-        };
-        if !mover.should_move(old) {
-            return false;
-        }
         let layout = self.layout();
-        let Some(new) = mover.allocate(layout) else {
-            return false;
+        let old = NonNull::new(self.block()).expect("a live entry has a block");
+        // SAFETY: the entry's block, allocated with `layout`, and `&mut
+        // self` keeps every other user out (the access word included).
+        let block_moved = match unsafe { move_block(old, layout, mover) } {
+            Some(new) => {
+                // The old block is freed: the entry is forgotten, not dropped.
+                let _ = ManuallyDrop::new(std::mem::replace(self, Entry::from_block(new)));
+                true
+            }
+            None => false,
         };
-        // SAFETY: both blocks are `layout.size()` bytes, and a fresh
-        // allocation overlaps nothing. The copy is the whole entry (the
-        // access word, read through `&mut self`, has no other user), so the
-        // new block is this entry and the old one is referred to by nothing
-        // once the entry points at the new one.
-        unsafe {
-            ptr::copy_nonoverlapping(old.as_ptr(), new.as_ptr(), layout.size());
-            let _ = ManuallyDrop::new(std::mem::replace(self, Entry::from_block(new)));
-            mover.free(old, layout);
+        let shape = self.shape();
+        if shape.kind() != KIND_BOXED {
+            return block_moved;
         }
-        true
+        // SAFETY: the entry owns the boxed value, and the pointer is
+        // written back below, whatever moved.
+        let mut value = unsafe { Box::from_raw(self.boxed(&shape)) };
+        let value_moved = relocate_box(&mut value, mover) | value.relocate(mover);
+        // SAFETY: the pointer's place in the block, as `build` wrote it.
+        unsafe {
+            self.block()
+                .add(shape.payload_at)
+                .cast::<*mut Value>()
+                .write_unaligned(Box::into_raw(value));
+        }
+        block_moved | value_moved
     }
 
     fn layout(&self) -> Layout {

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use crate::defrag::{relocate_box, relocate_slice, relocate_vec, Relocate};
 use crate::size_class::allocated;
 use crate::types::{Hash, List, Set, Stream, ZSet};
 
@@ -230,6 +231,37 @@ impl<'a> StrRef<'a> {
 macro_rules! typed_access {
     ($($variant:ident, $ty:ty, $get:ident, $get_mut:ident;)*) => {
         impl Value {
+    /// Moves what this value owns directly where `mover` allocates, block
+    /// by block, where it asks to (see `crate::defrag`): a string's bytes,
+    /// a set's or sorted set's box, and a small collection's one buffer. A
+    /// large collection's inner structures stay. True if anything moved.
+    pub(crate) fn relocate(&mut self, mover: &mut dyn Relocate) -> bool {
+        match self {
+            Value::Str(Str::Int(_)) | Value::Stream(_) => false,
+            Value::Str(Str::Fixed(bytes)) => relocate_slice(bytes, mover),
+            Value::Str(Str::Growable(bytes)) => relocate_vec(bytes, mover),
+            Value::Hash(Hash::Pack(pack)) | Value::List(List::Pack(pack)) => pack.relocate(mover),
+            Value::Hash(Hash::Table(_)) | Value::List(List::Chunked(_)) => false,
+            Value::Set(set) => {
+                let boxed = relocate_box(set, mover);
+                boxed
+                    | match &mut **set {
+                        Set::Ints(ints) => ints.relocate(mover),
+                        Set::Pack(pack) => pack.relocate(mover),
+                        Set::Table(_) => false,
+                    }
+            }
+            Value::ZSet(zset) => {
+                let boxed = relocate_box(zset, mover);
+                boxed
+                    | match &mut **zset {
+                        ZSet::Pack(pack) => pack.relocate(mover),
+                        ZSet::Tree(_) => false,
+                    }
+            }
+        }
+    }
+
             $(
                 #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
                 pub fn $get(&self) -> Option<&$ty> {

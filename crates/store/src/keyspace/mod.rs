@@ -488,55 +488,78 @@ mod tests {
         assert_eq!((hash.len(), hash.get(b"f1")), (1000, Some(&b"v"[..])));
     }
 
-    /// Moves every other block it is offered, with the global allocator,
-    /// and remembers where the moved ones were.
-    #[derive(Default)]
-    struct EveryOther {
+    /// Moves every block it is offered if `moving`, with the global
+    /// allocator, and counts the blocks offered and freed.
+    struct Mover {
+        moving: bool,
         offered: usize,
-        freed: Vec<usize>,
+        freed: usize,
     }
 
     // SAFETY: blocks come from and go back to the global allocator.
-    unsafe impl Relocate for EveryOther {
+    unsafe impl Relocate for Mover {
         fn should_move(&mut self, _block: std::ptr::NonNull<u8>) -> bool {
             self.offered += 1;
-            self.offered.is_multiple_of(2)
+            self.moving
         }
 
         fn allocate(&mut self, layout: std::alloc::Layout) -> Option<std::ptr::NonNull<u8>> {
-            // SAFETY: an entry's layout is never zero-sized.
+            // SAFETY: `move_block` asks for no zero-sized block.
             std::ptr::NonNull::new(unsafe { std::alloc::alloc(layout) })
         }
 
         unsafe fn free(&mut self, block: std::ptr::NonNull<u8>, layout: std::alloc::Layout) {
-            self.freed.push(block.as_ptr() as usize);
+            self.freed += 1;
             // SAFETY: the caller's contract.
             unsafe { std::alloc::dealloc(block.as_ptr(), layout) }
         }
     }
 
-    /// A defragmentation pass moves blocks without changing what any key
-    /// holds (inline strings, integers, boxed values, TTLs) or what the
-    /// store counts, over every database and shard, small steps at a time.
+    /// A defragmentation pass moves every block a key owns directly (its
+    /// entry; a boxed value's box and buffer) without changing what any
+    /// key holds or what the store counts, over every database and shard,
+    /// small steps at a time; a pass that moves nothing offers the same.
     #[test]
     fn defragmentation_moves_blocks_and_changes_nothing_else() {
-        use crate::types::{Hash, Limits};
-        use crate::value::Value;
+        use crate::types::{End, Hash, IntSet, Limits, List, Set, ZSet};
+        use crate::value::{Str, Value};
         let store = Store::new(2);
         let limits = Limits::default();
+        // Per key: its entry, then what a boxed value owns directly.
+        let mut blocks_per_pass = 0;
         for db_index in 0..2 {
             let db = store.db(db_index, 0);
-            for i in 0..500 {
+            for i in 0..600 {
                 let key = format!("key:{i}");
-                let value = match i % 3 {
-                    0 => s(&format!("value {i}")),
-                    1 => s(&i.to_string()),
-                    _ => {
+                let (value, blocks) = match i % 6 {
+                    0 => (s(&format!("value {i}")), 1),
+                    1 => (s(&i.to_string()), 1),
+                    2 => {
                         let mut hash = Hash::default();
                         hash.set(b"field", key.as_bytes(), &limits);
-                        Value::Hash(hash)
+                        (Value::Hash(hash), 3)
+                    }
+                    3 => {
+                        let mut set = Set::Ints(IntSet::default());
+                        set.insert(i.to_string().as_bytes(), &limits);
+                        (Value::Set(Box::new(set)), 4)
+                    }
+                    4 => {
+                        let mut zset = ZSet::default();
+                        zset.insert(key.as_bytes(), i as f64, &limits);
+                        (Value::ZSet(Box::new(zset)), 4)
+                    }
+                    _ => {
+                        let mut list = List::default();
+                        list.push(End::Right, key.as_bytes(), &limits);
+                        let grown = Str::Growable(format!("grown {i}").into_bytes());
+                        match i % 12 {
+                            5 => (Value::List(list), 3),
+                            _ => (Value::Str(grown), 3),
+                        }
                     }
                 };
+                blocks_per_pass += blocks;
                 let deadline = (i % 5 == 0).then_some(1_000_000 + i);
                 db.write(key.as_bytes())
                     .insert(key.as_bytes(), value, deadline);
@@ -544,7 +567,7 @@ mod tests {
         }
         let read_all = |store: &Store| -> Vec<_> {
             (0..2)
-                .flat_map(|d| (0..500).map(move |i| (d, format!("key:{i}"))))
+                .flat_map(|d| (0..600).map(move |i| (d, format!("key:{i}"))))
                 .map(|(d, key)| {
                     let db = store.db(d, 0);
                     let read = db.read(key.as_bytes());
@@ -554,22 +577,30 @@ mod tests {
                 .collect()
         };
         let (before, bytes_before) = (read_all(&store), store.dataset_bytes());
-        let mut cursor = DefragCursor::default();
-        let mut mover = EveryOther::default();
-        let (mut moved, mut kept, mut steps) = (0, 0, 0);
-        loop {
-            let step = store.defrag_step(&mut cursor, 7, &mut mover);
-            (moved, kept, steps) = (moved + step.moved, kept + step.kept, steps + 1);
-            if step.pass_done {
-                break;
+        for moving in [true, false] {
+            let mut cursor = DefragCursor::default();
+            let mut mover = Mover {
+                moving,
+                offered: 0,
+                freed: 0,
+            };
+            let (mut moved, mut kept, mut steps) = (0, 0, 0);
+            loop {
+                let step = store.defrag_step(&mut cursor, 7, &mut mover);
+                (moved, kept, steps) = (moved + step.moved, kept + step.kept, steps + 1);
+                if step.pass_done {
+                    break;
+                }
             }
+            let keys = if moving { (1200, 0) } else { (0, 1200) };
+            assert_eq!((moved, kept), keys, "every key offered once");
+            assert_eq!(mover.offered, blocks_per_pass, "every block offered");
+            assert_eq!(mover.freed, if moving { blocks_per_pass } else { 0 });
+            assert!(steps > 2 * SHARDS_PER_DB, "steps end at each shard's end");
+            assert_eq!(cursor, DefragCursor::default(), "back at the start");
+            assert_eq!(read_all(&store), before);
+            assert_eq!(store.dataset_bytes(), bytes_before);
         }
-        assert_eq!((moved, kept), (500, 500), "every key offered once");
-        assert_eq!(mover.freed.len(), 500);
-        assert!(steps > 2 * SHARDS_PER_DB, "steps end at each shard's end");
-        assert_eq!(cursor, DefragCursor::default(), "back at the start");
-        assert_eq!(read_all(&store), before);
-        assert_eq!(store.dataset_bytes(), bytes_before);
     }
 
     #[test]

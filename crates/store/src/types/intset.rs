@@ -8,6 +8,12 @@ pub struct IntSet {
 }
 
 impl IntSet {
+    /// Moves the array where `mover` allocates, if it asks to (see
+    /// `crate::defrag`); true if it moved.
+    pub(crate) fn relocate(&mut self, mover: &mut dyn crate::defrag::Relocate) -> bool {
+        crate::defrag::relocate_slice(&mut self.values, mover)
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
         self.values.len()

@@ -50,6 +50,12 @@ pub(super) fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
 }
 
 impl Listpack {
+    /// Moves the buffer where `mover` allocates, if it asks to (see
+    /// `crate::defrag`); true if it moved.
+    pub(crate) fn relocate(&mut self, mover: &mut dyn crate::defrag::Relocate) -> bool {
+        crate::defrag::relocate_slice(&mut self.buf, mover)
+    }
+
     /// An empty listpack (no allocation).
     pub fn new() -> Listpack {
         Listpack::default()
