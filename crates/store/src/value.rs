@@ -231,37 +231,6 @@ impl<'a> StrRef<'a> {
 macro_rules! typed_access {
     ($($variant:ident, $ty:ty, $get:ident, $get_mut:ident;)*) => {
         impl Value {
-    /// Moves what this value owns directly where `mover` allocates, block
-    /// by block, where it asks to (see `crate::defrag`): a string's bytes,
-    /// a set's or sorted set's box, and a small collection's one buffer. A
-    /// large collection's inner structures stay. True if anything moved.
-    pub(crate) fn relocate(&mut self, mover: &mut dyn Relocate) -> bool {
-        match self {
-            Value::Str(Str::Int(_)) | Value::Stream(_) => false,
-            Value::Str(Str::Fixed(bytes)) => relocate_slice(bytes, mover),
-            Value::Str(Str::Growable(bytes)) => relocate_vec(bytes, mover),
-            Value::Hash(Hash::Pack(pack)) | Value::List(List::Pack(pack)) => pack.relocate(mover),
-            Value::Hash(Hash::Table(_)) | Value::List(List::Chunked(_)) => false,
-            Value::Set(set) => {
-                let boxed = relocate_box(set, mover);
-                boxed
-                    | match &mut **set {
-                        Set::Ints(ints) => ints.relocate(mover),
-                        Set::Pack(pack) => pack.relocate(mover),
-                        Set::Table(_) => false,
-                    }
-            }
-            Value::ZSet(zset) => {
-                let boxed = relocate_box(zset, mover);
-                boxed
-                    | match &mut **zset {
-                        ZSet::Pack(pack) => pack.relocate(mover),
-                        ZSet::Tree(_) => false,
-                    }
-            }
-        }
-    }
-
             $(
                 #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
                 pub fn $get(&self) -> Option<&$ty> {
@@ -315,18 +284,6 @@ pub enum ValueRef<'a> {
 macro_rules! typed_view {
     ($($variant:ident, $ty:ty, $get:ident;)*) => {
         impl<'a> ValueRef<'a> {
-    /// Loads ahead what finding `member` in this value will read, when it
-    /// is a hash, set or sorted set in a hash table (a small one is one
-    /// buffer, which looking the key up brought in).
-    pub fn prefetch_member(self, member: &[u8]) {
-        match self {
-            ValueRef::Hash(hash) => hash.prefetch_field(member),
-            ValueRef::Set(set) => set.prefetch_member(member),
-            ValueRef::ZSet(zset) => zset.prefetch_member(member),
-            ValueRef::Str(_) | ValueRef::List(_) | ValueRef::Stream(_) => {}
-        }
-    }
-
             $(
                 #[doc = concat!("The ", stringify!($variant), " inside, or `None` for another type.")]
                 pub fn $get(self) -> Option<$ty> {
@@ -350,6 +307,18 @@ typed_view! {
 }
 
 impl<'a> ValueRef<'a> {
+    /// Loads ahead what finding `member` in this value will read, when it
+    /// is a hash, set or sorted set in a hash table (a small one is one
+    /// buffer, which looking the key up brought in).
+    pub fn prefetch_member(self, member: &[u8]) {
+        match self {
+            ValueRef::Hash(hash) => hash.prefetch_field(member),
+            ValueRef::Set(set) => set.prefetch_member(member),
+            ValueRef::ZSet(zset) => zset.prefetch_member(member),
+            ValueRef::Str(_) | ValueRef::List(_) | ValueRef::Stream(_) => {}
+        }
+    }
+
     /// The name TYPE replies with.
     pub fn type_name(self) -> &'static str {
         match self {
@@ -426,6 +395,37 @@ impl<'a> ValueRef<'a> {
 }
 
 impl Value {
+    /// Moves what this value owns directly where `mover` allocates, block
+    /// by block, where it asks to (see `crate::defrag`): a string's bytes,
+    /// a set's or sorted set's box, and a small collection's one buffer. A
+    /// large collection's inner structures stay. True if anything moved.
+    pub(crate) fn relocate(&mut self, mover: &mut dyn Relocate) -> bool {
+        match self {
+            Value::Str(Str::Int(_)) | Value::Stream(_) => false,
+            Value::Str(Str::Fixed(bytes)) => relocate_slice(bytes, mover),
+            Value::Str(Str::Growable(bytes)) => relocate_vec(bytes, mover),
+            Value::Hash(Hash::Pack(pack)) | Value::List(List::Pack(pack)) => pack.relocate(mover),
+            Value::Hash(Hash::Table(_)) | Value::List(List::Chunked(_)) => false,
+            Value::Set(set) => {
+                let boxed = relocate_box(set, mover);
+                boxed
+                    | match &mut **set {
+                        Set::Ints(ints) => ints.relocate(mover),
+                        Set::Pack(pack) => pack.relocate(mover),
+                        Set::Table(_) => false,
+                    }
+            }
+            Value::ZSet(zset) => {
+                let boxed = relocate_box(zset, mover);
+                boxed
+                    | match &mut **zset {
+                        ZSet::Pack(pack) => pack.relocate(mover),
+                        ZSet::Tree(_) => false,
+                    }
+            }
+        }
+    }
+
     /// A borrowed view of this value, which carries every read.
     pub fn view(&self) -> ValueRef<'_> {
         match self {
