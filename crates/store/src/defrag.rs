@@ -1,5 +1,5 @@
-//! Active defragmentation: moving live entry blocks out of allocator pages
-//! that deletions left sparse, so the pages can go back to the system.
+//! Active defragmentation: moving the live blocks of keys out of allocator
+//! pages that deletions left sparse, so the pages can go back to the system.
 //!
 //! keel's entry blocks never move on their own: a key keeps its slot (SCAN's
 //! guarantee) and its block while it lives. After a mass deletion at random
@@ -12,11 +12,11 @@
 //! Redis answers this with active defragmentation, and so does keel, in the
 //! same way: a background walk offers each live block to a [`Relocate`]
 //! policy, which asks the allocator how full the block's slab is. A block
-//! on a slab fuller than its size class's average stays; a block on an
-//! emptier one is copied to a fresh allocation, which the allocator takes
-//! from its fullest slabs, and the old block is freed. Repeated, this
-//! empties the sparse slabs and packs the full ones, and the emptied slabs
-//! are returned to the system.
+//! on a slab that is full enough stays; a block on an emptier one is copied
+//! to a fresh allocation, which the allocator takes from its fullest slabs,
+//! and the old block is freed (the server's policy and its thresholds are
+//! in its own `defrag.rs`). Repeated, this empties the sparse slabs and
+//! packs the full ones, and the emptied slabs are returned to the system.
 //!
 //! What moves here is the entry block (the access word, the header, the key
 //! and an inline value: a string written whole, an integer), and for a
@@ -24,10 +24,13 @@
 //! (a string grown in place, a small hash, set, sorted set or list in one
 //! listpack or integer array). A large collection's inner structures (its
 //! hash table, tree or chunks) stay where they are.
+//!
 //! Every structure refers to an entry by slot number (the hash index, the
 //! deadline index, the S3-FIFO queues, a snapshot's walk), never by
-//! address, so a move changes nothing any of them sees. A move happens
-//! under the shard's write lock, so no reader holds the block meanwhile.
+//! address, and a value's box is referred to only by its entry block,
+//! which the move rewrites; so a move changes nothing any of them sees. A
+//! move happens under the shard's write lock, so no reader holds a block
+//! meanwhile.
 //!
 //! The store knows nothing of the allocator: the server supplies the
 //! [`Relocate`] policy (jemalloc's slab utilisation, allocations that
