@@ -47,7 +47,7 @@ use std::alloc::Layout;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use keel_store::defrag::{DefragCursor, Relocate};
@@ -108,23 +108,16 @@ struct Settings {
 impl Settings {
     fn read(server: &Server) -> Settings {
         let config = server.config.read();
-        let number = |name: &str, default: u64| {
-            config
-                .accepted
-                .get(name)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(default)
-        };
+        // The directives' own values and defaults (`redis_conf.rs`), which
+        // CONFIG SET has checked to be numbers in range.
+        let number = |name: &str| config.value(name).parse().unwrap_or_default();
         Settings {
-            enabled: config
-                .accepted
-                .get("activedefrag")
-                .is_some_and(|v| v == "yes"),
-            ignore_bytes: number("active-defrag-ignore-bytes", 100 << 20),
-            threshold_lower: number("active-defrag-threshold-lower", 10),
-            threshold_upper: number("active-defrag-threshold-upper", 100),
-            cycle_min: number("active-defrag-cycle-min", 1),
-            cycle_max: number("active-defrag-cycle-max", 25),
+            enabled: config.value("activedefrag") == "yes",
+            ignore_bytes: number("active-defrag-ignore-bytes"),
+            threshold_lower: number("active-defrag-threshold-lower"),
+            threshold_upper: number("active-defrag-threshold-upper"),
+            cycle_min: number("active-defrag-cycle-min"),
+            cycle_max: number("active-defrag-cycle-max"),
         }
     }
 
@@ -218,22 +211,6 @@ pub async fn run(server: Arc<Server>) {
     }
 }
 
-/// The MIB of `experimental.utilization.query`, looked up once.
-fn utilization_query_mib() -> Option<&'static [usize]> {
-    static MIB: OnceLock<Option<Vec<usize>>> = OnceLock::new();
-    MIB.get_or_init(|| {
-        let name = c"experimental.utilization.query";
-        let mut mib = [0usize; 4];
-        let mut len = mib.len();
-        // SAFETY: a NUL-terminated name, and a MIB buffer of `len` entries.
-        let failed = unsafe {
-            tikv_jemalloc_sys::mallctlnametomib(name.as_ptr(), mib.as_mut_ptr(), &mut len)
-        };
-        (failed == 0).then(|| mib[..len].to_vec())
-    })
-    .as_deref()
-}
-
 /// jemalloc's answer to `experimental.utilization.query` (its
 /// `inspect_extent_util_stats_verbose_t`).
 #[repr(C)]
@@ -255,13 +232,22 @@ struct Utilization {
 
 /// Moves blocks as Redis's defrag hint would, with jemalloc's own calls.
 struct Jemalloc {
-    query: &'static [usize],
+    /// The MIB of `experimental.utilization.query`, looked up once.
+    query: Vec<usize>,
 }
 
 impl Jemalloc {
+    /// `None` if this jemalloc has no utilization query.
     fn new() -> Option<Jemalloc> {
-        Some(Jemalloc {
-            query: utilization_query_mib()?,
+        let name = c"experimental.utilization.query";
+        let mut mib = [0usize; 4];
+        let mut len = mib.len();
+        // SAFETY: a NUL-terminated name, and a MIB buffer of `len` entries.
+        let failed = unsafe {
+            tikv_jemalloc_sys::mallctlnametomib(name.as_ptr(), mib.as_mut_ptr(), &mut len)
+        };
+        (failed == 0).then(|| Jemalloc {
+            query: mib[..len].to_vec(),
         })
     }
 
