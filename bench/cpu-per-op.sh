@@ -12,6 +12,12 @@
 # the counts are what matters), and each server's CPU over IDLE_SECS with no
 # client at all.
 #
+# Beside them run two floors, `keel-floor --io epoll` and `--io uring`
+# (crates/bench/src/bin/keel-floor.rs): servers that answer every request
+# with +OK and do nothing else. A floor's CPU per request is what the kernel
+# and finding the end of each request cost under the same load, so its ratio
+# to Redis is the lowest ratio any server doing that I/O could reach here.
+#
 # Commands: SET, GET, INCR, LPUSH, HSET, ZADD, MSET (redis-benchmark's, 10
 # keys) and MGET of 10 random keys, at P=1 and P=16 (P=16 sends 4x the
 # requests, to run about as long).
@@ -51,7 +57,10 @@ out = sys.argv[1]
 records = [json.loads(line) for line in open(f"{out}-records.txt") if line.startswith("{")]
 runs = [r for r in records if r["kind"] == "run"]
 idle = [r for r in records if r["kind"] == "idle"]
-servers = ["redis", "keel-t1", "keel"]
+servers = [s for s in ["redis", "keel-t1", "keel", "floor-epoll", "floor-uring"]
+           if any(r["server"] == s for r in runs)]
+titles = {"keel-t1": "keel --threads 1", "keel": "keel (default threads)",
+          "floor-epoll": "floor, epoll", "floor-uring": "floor, io_uring"}
 def median(values):
     return statistics.median(values) if values else float("nan")
 def per(test, pipeline, server, field):
@@ -63,22 +72,22 @@ rounds = len({r["round"] for r in runs})
 if not runs:
     keys = []
 print(f"\n## CPU per request, µs (median of {rounds} rounds); ratio to Redis\n")
-print("| command | P | redis | keel --threads 1 | ratio | keel (default threads) | ratio |")
-print("|---|---|---|---|---|---|---|")
+print("| command | P | redis | " + " | ".join(f"{titles[s]} | ratio" for s in servers[1:]) + " |")
+print("|---|---|---|" + "---|---|" * (len(servers) - 1))
 for test, pipeline in keys:
-    r, k1, k = (per(test, pipeline, s, "cpu_us_per_req") for s in servers)
-    print(f"| {test.upper()} | {pipeline} | {r:.3f} | {k1:.3f} | {k1 / r:.2f} | {k:.3f} | {k / r:.2f} |")
+    r, *others = (per(test, pipeline, s, "cpu_us_per_req") for s in servers)
+    print(f"| {test.upper()} | {pipeline} | {r:.3f} | " + " | ".join(f"{o:.3f} | {o / r:.2f}" for o in others) + " |")
 calls = [r for r in records if r["kind"] == "syscalls"]
 if calls:
     print("\n## Syscalls per request (strace -c, every thread, one run each)\n")
-    print("| command | P | redis | keel --threads 1 | keel (default threads) | keel-t1's commonest |")
-    print("|---|---|---|---|---|---|")
+    print("| command | P | " + " | ".join(titles.get(s, s) for s in servers) + " | keel-t1's commonest |")
+    print("|---|---|" + "---|" * (len(servers) + 1))
     for test, pipeline in sorted({(r["test"], r["pipeline"]) for r in calls}, key=lambda k: (k[1], k[0])):
         by = {r["server"]: r for r in calls if (r["test"], r["pipeline"]) == (test, pipeline)}
         top = ", ".join(f"{name} {n:.2f}" for name, n in by["keel-t1"]["top"])
         print(f"| {test.upper()} | {pipeline} | " + " | ".join(f"{by[s]['per_req']:.2f}" for s in servers)
               + f" | {top} |")
-print("\n## Every round, µs per request (redis / keel-t1 / keel)\n")
+print(f"\n## Every round, µs per request ({' / '.join(servers)})\n")
 print("| command | P | " + " | ".join(f"round {n}" for n in sorted({r['round'] for r in runs})) + " |")
 print("|---|---|" + "---|" * rounds)
 for test, pipeline in keys:
@@ -143,10 +152,11 @@ case ${1:-} in
     rounds=${2:-3}
     out=${3:-$root/bench/results/cpu-per-op-$(date +%Y%m%d-%H%M%S)}
     tests=${TESTS:-set get incr lpush hset zadd mset mget}
-    servers=(redis keel-t1 keel)
+    servers=(redis keel-t1 keel floor-epoll floor-uring)
     ;;
 esac
 idle_secs=${IDLE_SECS:-30}
+floor=$root/target/release/keel-floor
 require_built "$keel"
 command -v redis-benchmark >/dev/null || { echo "missing redis-benchmark" >&2; exit 1; }
 records=$out-records.txt
@@ -165,10 +175,17 @@ port[keel-t1]=$(free_port)
 pid[keel-t1]=$!
 pids+=("${pid[keel-t1]}")
 if [ $mode = full ]; then
+  require_built "$floor"
   port[keel]=$(free_port)
   "$keel" --port "${port[keel]}" "${common[@]}" >/dev/null 2>&1 &
   pid[keel]=$!
   pids+=("${pid[keel]}")
+  for io in epoll uring; do
+    port[floor-$io]=$(free_port)
+    "$floor" --port "${port[floor-$io]}" --io $io >/dev/null 2>&1 &
+    pid[floor-$io]=$!
+    pids+=("${pid[floor-$io]}")
+  done
 fi
 for server in "${servers[@]}"; do
   wait_port "${port[$server]}"
@@ -176,6 +193,9 @@ done
 
 record "# cpu-per-op bench $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
 record "requests=$requests (x$pipelined_factor at P=16) rounds=$rounds idle_secs=$idle_secs tests=$tests; keel=$keel; $(redis-server --version); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# redis-benchmark's stderr, less its warning that a floor has no CONFIG.
+quiet_floor() { grep -v -e "Could not fetch server CONFIG" -e '^$' >&2 || true; }
 
 # redis-benchmark's arguments for test $1.
 bench_args() {
@@ -193,7 +213,7 @@ run() {
   local p=${pid[$server]} cpu0 cpu1
   cpu0=$(cpu_ns "$p")
   # shellcheck disable=SC2046
-  redis-benchmark -p "${port[$server]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null
+  redis-benchmark -p "${port[$server]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null 2> >(quiet_floor)
   cpu1=$(cpu_ns "$p")
   python3 -c "import json; print(json.dumps({'kind': 'run', 'server': '$server', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'requests': $n, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
 }
@@ -210,7 +230,7 @@ count_syscalls() {
   local tracer=$!
   sleep 1
   # shellcheck disable=SC2046
-  redis-benchmark -p "${port[$server]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null
+  redis-benchmark -p "${port[$server]}" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null 2> >(quiet_floor)
   kill -INT "$tracer"
   wait "$tracer" 2>/dev/null || true
   python3 - "$trace" "$server" "$test" "$pipeline" "$n" >>"$records" <<'PY'

@@ -367,6 +367,11 @@ pub struct PeekRequests<'a> {
 }
 
 impl<'a> PeekRequests<'a> {
+    /// The bytes after the requests seen so far.
+    pub fn rest(&self) -> &'a [u8] {
+        self.buf
+    }
+
     /// A header line's number (`*n` or `$n`), and the bytes after the line.
     fn header(buf: &'a [u8], kind: u8) -> Option<(i64, &'a [u8])> {
         if buf.first() != Some(&kind) {
@@ -589,6 +594,9 @@ mod tests {
             [Some(&b"k"[..]), Some(&b"v1"[..]), None]
         );
         assert_eq!((ping.name(), ping.arg(1)), (&b"PING"[..], None));
+        let mut requests = peek_requests(buf);
+        requests.by_ref().for_each(drop);
+        assert_eq!(requests.rest(), b"*2\r\n$3\r\nGET\r\n$5\r\nkey:1");
         let zadd = b"*5\r\n$4\r\nZADD\r\n$1\r\nz\r\n$1\r\n1\r\n$1\r\nm\r\n$1\r\nx\r\n";
         let zadd = peek_requests(zadd).next().expect("complete");
         assert_eq!(

@@ -1,0 +1,380 @@
+//! `keel-floor`: the least CPU a RESP server can spend per request on this
+//! machine, to read a server's figure against.
+//!
+//! It answers every complete request with `+OK` and does nothing else: no
+//! keyspace, no command table, no allocation per request, one thread. What
+//! it spends per request is the kernel's part (waiting for sockets, reading,
+//! writing, the TCP stack on loopback) plus finding where each request ends.
+//! `bench/cpu-per-op.sh` runs it beside redis-server and keel under the same
+//! load, so that keel's ratio to Redis can be read against the lowest ratio
+//! any server could reach with the same I/O.
+//!
+//! Two kinds of I/O:
+//! - `epoll`, as Redis and keel do it: `epoll_wait`, then for each ready
+//!   connection one read and one write;
+//! - `uring`: io_uring, where one `io_uring_enter` both hands the kernel
+//!   every connection's next receive and send and waits for completions.
+//!   Whether that costs less than epoll is what the per-core throughput work
+//!   would build on.
+//!
+//!     keel-floor --port PORT [--io epoll|uring]
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::process::ExitCode;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+/// Bytes read at a time, per connection.
+const READ_SIZE: usize = 16 * 1024;
+/// The reply to every request.
+const REPLY: &[u8] = b"+OK\r\n";
+
+/// One connection's request and reply bytes.
+struct Buffers {
+    input: Vec<u8>,
+    output: Vec<u8>,
+}
+
+impl Buffers {
+    fn new() -> Self {
+        Buffers {
+            input: Vec::with_capacity(READ_SIZE),
+            output: Vec::new(),
+        }
+    }
+
+    /// Answers every complete request in `input` and drops it from there.
+    fn answer(&mut self) {
+        let mut requests = keel_resp::peek_requests(&self.input);
+        let answered = requests.by_ref().count();
+        let consumed = self.input.len() - requests.rest().len();
+        self.input.drain(..consumed);
+        for _ in 0..answered {
+            self.output.extend_from_slice(REPLY);
+        }
+    }
+
+    /// The free tail of `input`, grown to at least `READ_SIZE` bytes.
+    fn spare(&mut self) -> &mut [u8] {
+        let filled = self.input.len();
+        self.input.resize(filled + READ_SIZE, 0);
+        &mut self.input[filled..]
+    }
+
+    /// Keeps `read` bytes of what `spare` handed out.
+    fn keep(&mut self, read: usize) {
+        let filled = self.input.len() - READ_SIZE + read;
+        self.input.truncate(filled);
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut port, mut io) = (None, "epoll".to_string());
+    let mut words = args.iter();
+    while let Some(flag) = words.next() {
+        match (flag.as_str(), words.next()) {
+            ("--port", Some(value)) => port = value.parse::<u16>().ok(),
+            ("--io", Some(value)) => io = value.clone(),
+            _ => port = None,
+        }
+    }
+    let Some(port) = port else {
+        eprintln!("usage: keel-floor --port PORT [--io epoll|uring]");
+        return ExitCode::from(2);
+    };
+    let served = TcpListener::bind(("127.0.0.1", port)).and_then(|listener| match io.as_str() {
+        "epoll" => serve_epoll(listener),
+        "uring" => serve_uring(listener),
+        other => Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            format!("unknown --io {other}: epoll or uring"),
+        )),
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("keel-floor: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Turns a libc return value into a `Result`.
+fn check(result: i32) -> io::Result<i32> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result)
+    }
+}
+
+/// The epoll token of the listening socket; connections use their index.
+const LISTENER: u64 = u64::MAX;
+
+fn epoll_set(epoll: RawFd, op: i32, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    let mut event = libc::epoll_event { events, u64: token };
+    // SAFETY: `event` outlives the call; epoll_ctl copies it.
+    check(unsafe { libc::epoll_ctl(epoll, op, fd, &mut event) }).map(drop)
+}
+
+/// An epoll connection: its socket, and whether unsent output made it ask
+/// for writability.
+struct Polled {
+    stream: TcpStream,
+    buffers: Buffers,
+    awaiting_writable: bool,
+}
+
+fn serve_epoll(listener: TcpListener) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    // SAFETY: a plain syscall; the descriptor is owned by `_epoll` below.
+    let epoll = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: epoll_create1 returned a new descriptor that nothing else owns.
+    let _epoll = unsafe { std::fs::File::from_raw_fd(epoll) };
+    epoll_set(epoll, libc::EPOLL_CTL_ADD, listener.as_raw_fd(), libc::EPOLLIN as u32, LISTENER)?;
+    let mut connections: Vec<Option<Polled>> = Vec::new();
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    loop {
+        // SAFETY: `events` holds as many entries as the call is told.
+        let ready = match check(unsafe {
+            libc::epoll_wait(epoll, events.as_mut_ptr(), events.len() as i32, -1)
+        }) {
+            Ok(ready) => ready as usize,
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        for event in &events[..ready] {
+            let token = event.u64;
+            if token == LISTENER {
+                accept_polled(&listener, epoll, &mut connections)?;
+                continue;
+            }
+            let slot = &mut connections[token as usize];
+            let keep = slot
+                .as_mut()
+                .is_some_and(|connection| serve_polled(epoll, token, connection).unwrap_or(false));
+            if !keep {
+                *slot = None;
+            }
+        }
+    }
+}
+
+fn accept_polled(
+    listener: &TcpListener,
+    epoll: RawFd,
+    connections: &mut Vec<Option<Polled>>,
+) -> io::Result<()> {
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        stream.set_nonblocking(true)?;
+        stream.set_nodelay(true)?;
+        let index = match connections.iter().position(Option::is_none) {
+            Some(free) => free,
+            None => {
+                connections.push(None);
+                connections.len() - 1
+            }
+        };
+        epoll_set(epoll, libc::EPOLL_CTL_ADD, stream.as_raw_fd(), libc::EPOLLIN as u32, index as u64)?;
+        connections[index] = Some(Polled {
+            stream,
+            buffers: Buffers::new(),
+            awaiting_writable: false,
+        });
+    }
+}
+
+/// One read and one write; false once the connection is done.
+fn serve_polled(epoll: RawFd, token: u64, connection: &mut Polled) -> io::Result<bool> {
+    let Polled { stream, buffers, .. } = connection;
+    match stream.read(buffers.spare()) {
+        Ok(0) => return Ok(false),
+        Ok(read) => buffers.keep(read),
+        Err(error) if error.kind() == ErrorKind::WouldBlock => buffers.keep(0),
+        Err(error) => return Err(error),
+    }
+    buffers.answer();
+    if !buffers.output.is_empty() {
+        match stream.write(&buffers.output) {
+            Ok(written) => drop(buffers.output.drain(..written)),
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let pending = !buffers.output.is_empty();
+    if pending != connection.awaiting_writable {
+        let events = libc::EPOLLIN as u32 | if pending { libc::EPOLLOUT as u32 } else { 0 };
+        epoll_set(epoll, libc::EPOLL_CTL_MOD, stream.as_raw_fd(), events, token)?;
+        connection.awaiting_writable = pending;
+    }
+    Ok(true)
+}
+
+/// What a completion finished, in the low bits of its user data; the
+/// connection's index is above them.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Accept = 0,
+    Receive = 1,
+    Send = 2,
+}
+
+const OP_BITS: u32 = 2;
+
+fn user_data(index: usize, op: Op) -> u64 {
+    ((index as u64) << OP_BITS) | op as u64
+}
+
+/// An io_uring connection. At most one receive and one send are in flight;
+/// replies made while a send is in flight wait in `buffers.output` and go
+/// out when it completes.
+struct Ringed {
+    stream: TcpStream,
+    buffers: Buffers,
+    /// The bytes of the send in flight (or the rest of a partial one).
+    sending: Vec<u8>,
+    send_in_flight: bool,
+    receive_in_flight: bool,
+    closed: bool,
+}
+
+/// Queues `entry`, first submitting what is queued if the ring is full.
+fn push(ring: &mut IoUring, entry: squeue::Entry) -> io::Result<()> {
+    loop {
+        // SAFETY: every entry's buffers live in a boxed `Ringed` (or are
+        // null) and stay put until its completion is read.
+        if unsafe { ring.submission().push(&entry) }.is_ok() {
+            return Ok(());
+        }
+        ring.submit()?;
+    }
+}
+
+fn receive(ring: &mut IoUring, index: usize, connection: &mut Ringed) -> io::Result<()> {
+    let spare = connection.buffers.spare();
+    let entry = opcode::Recv::new(
+        types::Fd(connection.stream.as_raw_fd()),
+        spare.as_mut_ptr(),
+        spare.len() as u32,
+    )
+    .build()
+    .user_data(user_data(index, Op::Receive));
+    connection.receive_in_flight = true;
+    push(ring, entry)
+}
+
+/// Sends what is waiting, unless a send is in flight.
+fn send(ring: &mut IoUring, index: usize, connection: &mut Ringed) -> io::Result<()> {
+    if connection.send_in_flight {
+        return Ok(());
+    }
+    if connection.sending.is_empty() {
+        std::mem::swap(&mut connection.sending, &mut connection.buffers.output);
+    }
+    if connection.sending.is_empty() {
+        return Ok(());
+    }
+    let entry = opcode::Send::new(
+        types::Fd(connection.stream.as_raw_fd()),
+        connection.sending.as_ptr(),
+        connection.sending.len() as u32,
+    )
+    .build()
+    .user_data(user_data(index, Op::Send));
+    connection.send_in_flight = true;
+    push(ring, entry)
+}
+
+fn serve_uring(listener: TcpListener) -> io::Result<()> {
+    let mut ring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(1024)?;
+    let accept = || {
+        opcode::Accept::new(types::Fd(listener.as_raw_fd()), std::ptr::null_mut(), std::ptr::null_mut())
+            .build()
+            .user_data(user_data(0, Op::Accept))
+    };
+    push(&mut ring, accept())?;
+    let mut connections: Vec<Option<Box<Ringed>>> = Vec::new();
+    let mut completed: Vec<(u64, i32)> = Vec::new();
+    loop {
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+        completed.extend(ring.completion().map(|entry| (entry.user_data(), entry.result())));
+        for (data, result) in completed.drain(..) {
+            let index = (data >> OP_BITS) as usize;
+            let op = match data & ((1 << OP_BITS) - 1) {
+                0 => Op::Accept,
+                1 => Op::Receive,
+                _ => Op::Send,
+            };
+            if op == Op::Accept {
+                if result >= 0 {
+                    // SAFETY: a completed accept's result is a new socket nobody else owns.
+                    let stream = unsafe { TcpStream::from_raw_fd(result) };
+                    stream.set_nodelay(true)?;
+                    let index = match connections.iter().position(Option::is_none) {
+                        Some(free) => free,
+                        None => {
+                            connections.push(None);
+                            connections.len() - 1
+                        }
+                    };
+                    let connection = connections[index].insert(Box::new(Ringed {
+                        stream,
+                        buffers: Buffers::new(),
+                        sending: Vec::new(),
+                        send_in_flight: false,
+                        receive_in_flight: false,
+                        closed: false,
+                    }));
+                    receive(&mut ring, index, connection)?;
+                }
+                push(&mut ring, accept())?;
+                continue;
+            }
+            let Some(connection) = connections[index].as_mut() else {
+                continue;
+            };
+            match op {
+                Op::Receive => {
+                    connection.receive_in_flight = false;
+                    if result <= 0 {
+                        connection.buffers.keep(0);
+                        connection.closed = true;
+                    } else {
+                        connection.buffers.keep(result as usize);
+                        connection.buffers.answer();
+                        send(&mut ring, index, connection)?;
+                        receive(&mut ring, index, connection)?;
+                    }
+                }
+                Op::Send => {
+                    connection.send_in_flight = false;
+                    if result < 0 {
+                        connection.closed = true;
+                    } else {
+                        connection.sending.drain(..result as usize);
+                        send(&mut ring, index, connection)?;
+                    }
+                }
+                Op::Accept => unreachable!("handled above"),
+            }
+            if connection.closed && !connection.send_in_flight && !connection.receive_in_flight {
+                connections[index] = None;
+            }
+        }
+    }
+}
