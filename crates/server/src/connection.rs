@@ -754,9 +754,6 @@ impl<'a> Connection<'a> {
         // Requests whose keys were loaded ahead and have not run yet.
         let mut loaded_ahead = 0;
         loop {
-            if loaded_ahead == 0 && matches!(self.place, Place::Worker(_)) {
-                loaded_ahead = self.load_ahead();
-            }
             let limits = Limits {
                 max_bulk_len,
                 authenticated: !self.client.acl.needs_auth(),
@@ -767,10 +764,7 @@ impl<'a> Connection<'a> {
                 None => progress.decoder.next(&mut progress.read_buf, &limits),
             };
             let mut args = match decoded {
-                Ok(Some(args)) => {
-                    loaded_ahead -= 1.min(loaded_ahead);
-                    args
-                }
+                Ok(Some(args)) => args,
                 Ok(None) => return Ok(Batch::Done),
                 Err(e) => {
                     Writer::new(&mut self.write_buf, self.client.protocol)
@@ -782,6 +776,17 @@ impl<'a> Connection<'a> {
                     return Ok(Batch::Close);
                 }
             };
+            // A lone request (any request at P=1) has nothing to load
+            // ahead: its own lookup misses whatever is done first.
+            match loaded_ahead {
+                0 if matches!(self.place, Place::Worker(_))
+                    && !self.progress.read_buf.is_empty() =>
+                {
+                    loaded_ahead = self.load_ahead();
+                }
+                0 => {}
+                _ => loaded_ahead -= 1,
+            }
             let at = now.get_or_insert_with(Now::read).unix_ms();
             let held = cmd::held_by_pause(self.server, self.client, &args, at);
             let at_acceptor = matches!(self.place, Place::Acceptor);
@@ -868,16 +873,16 @@ impl<'a> Connection<'a> {
         }
     }
 
-    /// Loads ahead the keys of the complete requests at the front of the
-    /// read buffer, when there are several: their lookups' cache misses
-    /// then overlap instead of following one another, request after
-    /// request (see `keel_store::Store::prefetch`; a SET of random keys
-    /// spent 16-20% of its time on three misses in a row). When they all
-    /// name one key, it loads ahead the members they name in that key's
-    /// collection instead (see `keel_store::Store::prefetch_members`: an
-    /// HSET of random fields of one 100,000-field hash spent 17% of its
-    /// time finding the field). Returns how many requests it looked at, at
-    /// least one.
+    /// Loads ahead the keys of the complete requests in the read buffer,
+    /// which follow the request about to run: their lookups' cache misses,
+    /// and that request's own, then overlap instead of following one
+    /// another, request after request (see `keel_store::Store::prefetch`;
+    /// a SET of random keys spent 16-20% of its time on three misses in a
+    /// row). When they all name one key, it loads ahead the members they
+    /// name in that key's collection instead (see
+    /// `keel_store::Store::prefetch_members`: an HSET of random fields of
+    /// one 100,000-field hash spent 17% of its time finding the field).
+    /// Returns how many requests it looked at.
     fn load_ahead(&self) -> usize {
         let table = &self.server.commands;
         let mut keys: [&[u8]; LOADED_AHEAD] = [&[]; LOADED_AHEAD];
@@ -897,16 +902,16 @@ impl<'a> Connection<'a> {
             }
         }
         let store = &self.server.store;
-        if found > 1 {
-            store.prefetch(self.client.db, keys[..found].iter().copied());
-        } else if found == 1 && found_members > 1 {
+        if found == 1 && found_members > 1 {
             store.prefetch_members(
                 self.client.db,
                 keys[0],
                 members[..found_members].iter().copied(),
             );
+        } else if found > 0 {
+            store.prefetch(self.client.db, keys[..found].iter().copied());
         }
-        peeked.max(1)
+        peeked
     }
 
     /// Runs one command; false if it panicked. A panic costs this client

@@ -31,42 +31,51 @@ const READ_SIZE: usize = 16 * 1024;
 /// The reply to every request.
 const REPLY: &[u8] = b"+OK\r\n";
 
-/// One connection's request and reply bytes.
+/// One connection's request and reply bytes. Received bytes are
+/// `input[start..end]`; the buffer is zeroed once, when it grows, not per
+/// read.
 struct Buffers {
     input: Vec<u8>,
+    start: usize,
+    end: usize,
     output: Vec<u8>,
 }
 
 impl Buffers {
     fn new() -> Self {
         Buffers {
-            input: Vec::with_capacity(READ_SIZE),
+            input: vec![0; READ_SIZE],
+            start: 0,
+            end: 0,
             output: Vec::new(),
         }
     }
 
-    /// Answers every complete request in `input` and drops it from there.
+    /// Answers every complete request received and drops it from `input`.
     fn answer(&mut self) {
-        let mut requests = keel_resp::peek_requests(&self.input);
+        let mut requests = keel_resp::peek_requests(&self.input[self.start..self.end]);
         let answered = requests.by_ref().count();
-        let consumed = self.input.len() - requests.rest().len();
-        self.input.drain(..consumed);
+        self.start = self.end - requests.rest().len();
         for _ in 0..answered {
             self.output.extend_from_slice(REPLY);
         }
     }
 
-    /// The free tail of `input`, grown to at least `READ_SIZE` bytes.
+    /// Room for at least `READ_SIZE` more bytes after those received.
     fn spare(&mut self) -> &mut [u8] {
-        let filled = self.input.len();
-        self.input.resize(filled + READ_SIZE, 0);
-        &mut self.input[filled..]
+        if self.input.len() - self.end < READ_SIZE {
+            self.input.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+            if self.input.len() - self.end < READ_SIZE {
+                self.input.resize(self.end + READ_SIZE, 0);
+            }
+        }
+        &mut self.input[self.end..]
     }
 
-    /// Keeps `read` bytes of what `spare` handed out.
+    /// Keeps `read` more bytes, received into what `spare` handed out.
     fn keep(&mut self, read: usize) {
-        let filled = self.input.len() - READ_SIZE + read;
-        self.input.truncate(filled);
+        self.end += read;
     }
 }
 
@@ -134,7 +143,13 @@ fn serve_epoll(listener: TcpListener) -> io::Result<()> {
     let epoll = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
     // SAFETY: epoll_create1 returned a new descriptor that nothing else owns.
     let _epoll = unsafe { std::fs::File::from_raw_fd(epoll) };
-    epoll_set(epoll, libc::EPOLL_CTL_ADD, listener.as_raw_fd(), libc::EPOLLIN as u32, LISTENER)?;
+    epoll_set(
+        epoll,
+        libc::EPOLL_CTL_ADD,
+        listener.as_raw_fd(),
+        libc::EPOLLIN as u32,
+        LISTENER,
+    )?;
     let mut connections: Vec<Option<Polled>> = Vec::new();
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     loop {
@@ -183,7 +198,13 @@ fn accept_polled(
                 connections.len() - 1
             }
         };
-        epoll_set(epoll, libc::EPOLL_CTL_ADD, stream.as_raw_fd(), libc::EPOLLIN as u32, index as u64)?;
+        epoll_set(
+            epoll,
+            libc::EPOLL_CTL_ADD,
+            stream.as_raw_fd(),
+            libc::EPOLLIN as u32,
+            index as u64,
+        )?;
         connections[index] = Some(Polled {
             stream,
             buffers: Buffers::new(),
@@ -194,11 +215,13 @@ fn accept_polled(
 
 /// One read and one write; false once the connection is done.
 fn serve_polled(epoll: RawFd, token: u64, connection: &mut Polled) -> io::Result<bool> {
-    let Polled { stream, buffers, .. } = connection;
+    let Polled {
+        stream, buffers, ..
+    } = connection;
     match stream.read(buffers.spare()) {
         Ok(0) => return Ok(false),
         Ok(read) => buffers.keep(read),
-        Err(error) if error.kind() == ErrorKind::WouldBlock => buffers.keep(0),
+        Err(error) if error.kind() == ErrorKind::WouldBlock => {}
         Err(error) => return Err(error),
     }
     buffers.answer();
@@ -212,7 +235,13 @@ fn serve_polled(epoll: RawFd, token: u64, connection: &mut Polled) -> io::Result
     let pending = !buffers.output.is_empty();
     if pending != connection.awaiting_writable {
         let events = libc::EPOLLIN as u32 | if pending { libc::EPOLLOUT as u32 } else { 0 };
-        epoll_set(epoll, libc::EPOLL_CTL_MOD, stream.as_raw_fd(), events, token)?;
+        epoll_set(
+            epoll,
+            libc::EPOLL_CTL_MOD,
+            stream.as_raw_fd(),
+            events,
+            token,
+        )?;
         connection.awaiting_writable = pending;
     }
     Ok(true)
@@ -299,9 +328,13 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
         .setup_defer_taskrun()
         .build(1024)?;
     let accept = || {
-        opcode::Accept::new(types::Fd(listener.as_raw_fd()), std::ptr::null_mut(), std::ptr::null_mut())
-            .build()
-            .user_data(user_data(0, Op::Accept))
+        opcode::Accept::new(
+            types::Fd(listener.as_raw_fd()),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+        .build()
+        .user_data(user_data(0, Op::Accept))
     };
     push(&mut ring, accept())?;
     let mut connections: Vec<Option<Box<Ringed>>> = Vec::new();
@@ -312,7 +345,10 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
             Err(error) if error.kind() == ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
         }
-        completed.extend(ring.completion().map(|entry| (entry.user_data(), entry.result())));
+        completed.extend(
+            ring.completion()
+                .map(|entry| (entry.user_data(), entry.result())),
+        );
         for (data, result) in completed.drain(..) {
             let index = (data >> OP_BITS) as usize;
             let op = match data & ((1 << OP_BITS) - 1) {
@@ -352,7 +388,6 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
                 Op::Receive => {
                     connection.receive_in_flight = false;
                     if result <= 0 {
-                        connection.buffers.keep(0);
                         connection.closed = true;
                     } else {
                         connection.buffers.keep(result as usize);
