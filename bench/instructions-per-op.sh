@@ -10,7 +10,9 @@
 # redis-server, keel-server --threads 1 and keel-floor (the server that
 # answers +OK and does nothing else, crates/bench/src/bin/keel-floor.rs) run
 # in turn under callgrind. For each command and pipeline depth,
-# redis-benchmark (-c 50 -r 100000) warms the server up, the counters are
+# redis-benchmark (-c 50 -r 100000) warms the server up with 200,000
+# requests of the command at P=16, so that the keys exist and the tables
+# have grown (as in cpu-per-op.sh's longer runs); then the counters are
 # zeroed, REQUESTS requests run, and the counters are dumped. The servers'
 # work driven by time rather than by requests (Redis's serverCron, keel's
 # 100 ms sample of throughput and memory) is taken out: under valgrind a
@@ -87,7 +89,7 @@ for server in redis keel-t1 floor; do
     for test in $tests; do
       n=$requests
       [ "$pipeline" -gt 1 ] && n=$((requests * 4))
-      redis-benchmark -p "$port" -c 50 -r 100000 -n "$((n / 4))" -P "$pipeline" -q -t "$test" >/dev/null 2>&1
+      redis-benchmark -p "$port" -c 50 -r 100000 -n 200000 -P 16 -q -t "$test" >/dev/null 2>&1
       callgrind_control -z "$pid" >/dev/null 2>&1
       redis-benchmark -p "$port" -c 50 -r 100000 -n "$n" -P "$pipeline" -q -t "$test" >/dev/null 2>&1
       callgrind_control -d "$pid" >/dev/null 2>&1
