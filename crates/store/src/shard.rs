@@ -700,19 +700,33 @@ impl Shard {
     /// Mutable access to the live entry for `key`. An expired entry found
     /// on the way is reclaimed.
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<EntryMut<'_>> {
+        let slot = self.live_slot(key, now_ms)?;
+        Some(self.entry_mut_at(slot))
+    }
+
+    /// The slot of the live entry for `key`, for [`Shard::entry_mut_at`]:
+    /// a caller that goes on to create the key when it is missing looks it
+    /// up once. An expired entry found on the way is reclaimed.
+    pub(crate) fn live_slot(&mut self, key: &[u8], now_ms: u64) -> Option<u32> {
         let slot = self.find(key)?;
         if self.slot_mut(slot).is_expired(now_ms) {
             let expired = self.take_slot(slot);
             self.note_expired_by_writer(expired);
             return None;
         }
+        Some(slot)
+    }
+
+    /// Mutable access to the entry in `slot`, as [`Shard::live_slot`]
+    /// found it.
+    pub(crate) fn entry_mut_at(&mut self, slot: u32) -> EntryMut<'_> {
         let heap_before = self.slot_mut(slot).heap_bytes();
-        Some(EntryMut {
+        EntryMut {
             shard: self,
             slot,
             heap_before,
             modified: false,
-        })
+        }
     }
 
     /// Stores `entry` under its key, replacing any previous entry in place

@@ -144,12 +144,18 @@ impl<'a> WriteShard<'a> {
 
     /// The live entry for `key`, for modification; records the access.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
+        let slot = self.guard.live_slot(key, self.now_ms)?;
+        Some(self.entry_mut_at(slot))
+    }
+
+    /// The entry in `slot` for modification; records the access.
+    fn entry_mut_at(&mut self, slot: u32) -> EntryMut<'_> {
         let clock = self.clock;
-        let entry = self.guard.get_mut(key, self.now_ms)?;
+        let entry = self.guard.entry_mut_at(slot);
         if self.touch {
             entry.entry().access().touch(&self.store.access, clock);
         }
-        Some(entry)
+        entry
     }
 
     /// Sets `key` to `value` with an optional deadline, replacing what was
@@ -226,13 +232,9 @@ impl<'a> WriteShard<'a> {
     /// The live entry for `key` to modify, or a place to create it: for
     /// commands that update a value or create it (APPEND, INCR, ...).
     pub fn entry<'s>(&'s mut self, key: &'s [u8]) -> Lookup<'s, 'a> {
-        if self.guard.get(key, self.now_ms).is_some() {
-            Lookup::Found(
-                self.get_mut(key)
-                    .expect("found just above under the same lock"),
-            )
-        } else {
-            Lookup::Missing(Vacant { shard: self, key })
+        match self.guard.live_slot(key, self.now_ms) {
+            Some(slot) => Lookup::Found(self.entry_mut_at(slot)),
+            None => Lookup::Missing(Vacant { shard: self, key }),
         }
     }
 }
