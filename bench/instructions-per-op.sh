@@ -2,10 +2,13 @@
 # Instructions per request: the user-space half of CPU per request, counted
 # exactly. cpu-per-op.sh reads CPU time, which moves by 10-35% between runs
 # on a shared machine; valgrind's callgrind counts the instructions a server
-# executes, which are the same from run to run whatever else the machine
-# does, so a change of a few percent shows. What it does not count is the
-# kernel's part (the syscalls, a large share at P=1): cpu-per-op.sh's
-# syscall counts cover that.
+# executes, whatever else the machine does. Redis's counts repeat within 2%
+# from run to run (redis-benchmark's random keys differ); keel's within 5% at
+# P=16, since how many requests each read brings, which sets what keel does
+# once per read, follows the timing. A change of several percent in keel's
+# own code shows. What it does not count is the kernel's part (the
+# syscalls, a large share at P=1): cpu-per-op.sh's syscall counts cover
+# that.
 #
 # redis-server, keel-server --threads 1 and keel-floor (the server that
 # answers +OK and does nothing else, crates/bench/src/bin/keel-floor.rs) run
