@@ -111,6 +111,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// The index of a free place in `connections`, made at the end if none is.
+fn free_index<T>(connections: &mut Vec<Option<T>>) -> usize {
+    match connections.iter().position(Option::is_none) {
+        Some(free) => free,
+        None => {
+            connections.push(None);
+            connections.len() - 1
+        }
+    }
+}
+
 /// Turns a libc return value into a `Result`.
 fn check(result: i32) -> io::Result<i32> {
     if result < 0 {
@@ -191,13 +202,7 @@ fn accept_polled(
         };
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
-        let index = match connections.iter().position(Option::is_none) {
-            Some(free) => free,
-            None => {
-                connections.push(None);
-                connections.len() - 1
-            }
-        };
+        let index = free_index(connections);
         epoll_set(
             epoll,
             libc::EPOLL_CTL_ADD,
@@ -361,13 +366,7 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
                     // SAFETY: a completed accept's result is a new socket nobody else owns.
                     let stream = unsafe { TcpStream::from_raw_fd(result) };
                     stream.set_nodelay(true)?;
-                    let index = match connections.iter().position(Option::is_none) {
-                        Some(free) => free,
-                        None => {
-                            connections.push(None);
-                            connections.len() - 1
-                        }
-                    };
+                    let index = free_index(&mut connections);
                     let connection = connections[index].insert(Box::new(Ringed {
                         stream,
                         buffers: Buffers::new(),
