@@ -44,17 +44,6 @@ records=$work/records
 pids=()
 kill_servers_at_exit
 
-# Waits up to 60 s for a listener on port $1: a server under valgrind
-# starts slowly.
-wait_slow_port() {
-  for _ in $(seq 1 600); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
-    sleep 0.1
-  done
-  echo "no server listening on port $1" >&2
-  exit 1
-}
-
 # Instructions in the newest dump of server $1 (PID $2), less its
 # time-driven work.
 counted() {
@@ -87,7 +76,8 @@ for server in redis keel-t1 floor; do
   valgrind --tool=callgrind --callgrind-out-file="$work/$server.%p" "$@" >"$work/$server.log" 2>&1 &
   pid=$!
   pids+=("$pid")
-  wait_slow_port "$port"
+  # A server under valgrind starts slowly.
+  wait_port "$port" 60
   for pipeline in $pipelines; do
     for test in $tests; do
       n=$requests

@@ -20,9 +20,9 @@ free_port() {
 }
 
 # Waits until something listens on loopback port $1; exits the script if
-# nothing does within 5 s.
+# nothing does within $2 seconds (default 5).
 wait_port() {
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 $((${2:-5} * 20))); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
     sleep 0.05
   done
