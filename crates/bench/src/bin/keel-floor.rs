@@ -12,10 +12,16 @@
 //! Two kinds of I/O:
 //! - `epoll`, as Redis and keel do it: `epoll_wait`, then for each ready
 //!   connection one read and one write;
-//! - `uring`: io_uring, where one `io_uring_enter` both hands the kernel
-//!   every connection's next receive and send and waits for completions.
-//!   Whether that costs less than epoll is what the per-core throughput work
-//!   would build on.
+//! - `uring`: io_uring (single issuer, task work deferred to the wait),
+//!   where one `io_uring_enter` both hands the kernel every connection's
+//!   next receive and send and waits for completions. It makes a tenth of
+//!   epoll's syscalls, and on this project's machines costs as much CPU
+//!   (bench/results/2026-11-27-issue24-round6.md): what the per-core
+//!   throughput work can expect of io_uring.
+//!
+//! A connection that sends more than [`MAX_UNANSWERED`] bytes without a
+//! complete request (an inline command, say, which this server does not
+//! parse) is closed.
 //!
 //!     keel-floor --port PORT [--io epoll|uring]
 
@@ -30,6 +36,8 @@ use io_uring::{opcode, squeue, types, IoUring};
 const READ_SIZE: usize = 16 * 1024;
 /// The reply to every request.
 const REPLY: &[u8] = b"+OK\r\n";
+/// Bytes a connection may send that make no complete request.
+const MAX_UNANSWERED: usize = 1 << 20;
 
 /// One connection's request and reply bytes. Received bytes are
 /// `input[start..end]`; the buffer is zeroed once, when it grows, not per
@@ -51,14 +59,16 @@ impl Buffers {
         }
     }
 
-    /// Answers every complete request received and drops it from `input`.
-    fn answer(&mut self) {
+    /// Answers every complete request received and drops it from `input`;
+    /// false if what is left is more than [`MAX_UNANSWERED`] bytes.
+    fn answer(&mut self) -> bool {
         let mut requests = keel_resp::peek_requests(&self.input[self.start..self.end]);
         let answered = requests.by_ref().count();
         self.start = self.end - requests.rest().len();
         for _ in 0..answered {
             self.output.extend_from_slice(REPLY);
         }
+        self.end - self.start <= MAX_UNANSWERED
     }
 
     /// Room for at least `READ_SIZE` more bytes after those received.
@@ -229,7 +239,9 @@ fn serve_polled(epoll: RawFd, token: u64, connection: &mut Polled) -> io::Result
         Err(error) if error.kind() == ErrorKind::WouldBlock => {}
         Err(error) => return Err(error),
     }
-    buffers.answer();
+    if !buffers.answer() {
+        return Ok(false);
+    }
     if !buffers.output.is_empty() {
         match stream.write(&buffers.output) {
             Ok(written) => drop(buffers.output.drain(..written)),
@@ -390,9 +402,12 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
                         connection.closed = true;
                     } else {
                         connection.buffers.keep(result as usize);
-                        connection.buffers.answer();
-                        send(&mut ring, index, connection)?;
-                        receive(&mut ring, index, connection)?;
+                        if connection.buffers.answer() {
+                            send(&mut ring, index, connection)?;
+                            receive(&mut ring, index, connection)?;
+                        } else {
+                            connection.closed = true;
+                        }
                     }
                 }
                 Op::Send => {
