@@ -199,8 +199,7 @@ impl RankTree {
         self.member_bytes += member.heap_bytes();
         self.len += 1;
         let element = Element { score, member };
-        let root = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
-        let mut root = root;
+        let mut root = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
         if let Some((separator, right)) = self.insert_into(&mut root, element, true) {
             let mut inner = new_inner();
             inner.counts.extend([root.count(), right.count()]);
@@ -354,9 +353,7 @@ impl RankTree {
         match (&mut head[left], &mut tail[0]) {
             (Node::Leaf(a), Node::Leaf(b)) => {
                 let total = a.len() + b.len();
-                if total <= LEAF_MAX {
-                    a.append(b);
-                } else {
+                if total > LEAF_MAX {
                     let half = total / 2;
                     if a.len() < half {
                         a.extend(b.drain(..half - a.len()));
@@ -370,24 +367,10 @@ impl RankTree {
                     inner.counts[right] = b.len() as u32;
                     return;
                 }
-                self.leaves -= 1;
             }
             (Node::Inner(a), Node::Inner(b)) => {
                 let total = a.children.len() + b.children.len();
-                if total <= INNER_MAX {
-                    let between = std::mem::replace(
-                        separator,
-                        Element {
-                            score: 0.0,
-                            member: InlineBytes::default(),
-                        },
-                    );
-                    a.separators.push(between);
-                    a.separators.append(&mut b.separators);
-                    a.children.append(&mut b.children);
-                    a.counts.append(&mut b.counts);
-                    self.inners -= 1;
-                } else {
+                if total > INNER_MAX {
                     // Rotate through the separator between them, one child
                     // at a time.
                     let half = total / 2;
@@ -413,13 +396,27 @@ impl RankTree {
             }
             _ => unreachable!("siblings are at the same depth"),
         }
-        // Merged into the left child: the right one and the separator
-        // between them go.
-        inner.counts[left] += inner.counts[right];
-        inner.counts.remove(right);
-        inner.children.remove(right);
+        // They fit in one node: the right one and the separator between
+        // them merge into the left one.
         let separator = inner.separators.remove(left);
-        self.member_bytes -= separator.member.heap_bytes();
+        let count = inner.counts.remove(right);
+        inner.counts[left] += count;
+        let taken = inner.children.remove(right);
+        match (&mut inner.children[left], taken) {
+            (Node::Leaf(a), Node::Leaf(mut b)) => {
+                a.append(&mut b);
+                self.leaves -= 1;
+                self.member_bytes -= separator.member.heap_bytes();
+            }
+            (Node::Inner(a), Node::Inner(mut b)) => {
+                a.separators.push(separator);
+                a.separators.append(&mut b.separators);
+                a.children.append(&mut b.children);
+                a.counts.append(&mut b.counts);
+                self.inners -= 1;
+            }
+            _ => unreachable!("siblings are at the same depth"),
+        }
     }
 
     /// Number of elements for which `before` holds, a prefix of the order
