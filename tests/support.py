@@ -322,9 +322,11 @@ _handed_out_ports: set[int] = set()
 
 
 def free_port() -> int:
-    """A free loopback port (bind to port 0, read it, close). With KEEL_TEST_PORTS=first-last
-    set, one from that range instead (parallel runs keep to their own ranges), not one this
-    process handed out before while others remain."""
+    """A free loopback port (bind to port 0, read it, close), never one this process handed
+    out before: a test that asks for two ports (a plain and a TLS port) before starting the
+    server could otherwise be given the same one twice. With KEEL_TEST_PORTS=first-last set,
+    one from that range instead (parallel runs keep to their own ranges), not one handed out
+    before while others remain."""
     port_range = os.environ.get("KEEL_TEST_PORTS")
     if port_range:
         first, last = (int(p) for p in port_range.split("-"))
@@ -344,7 +346,8 @@ def free_port() -> int:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port != 6379:
+        if port != 6379 and port not in _handed_out_ports:
+            _handed_out_ports.add(port)
             return port
 
 
