@@ -112,6 +112,10 @@ fn locate(slot: usize) -> (usize, usize) {
     }
 }
 
+/// What an entry takes in its shard's tables: its slot and its share of
+/// the index.
+const TABLE_BYTES_PER_ENTRY: usize = std::mem::size_of::<Slot>() + index::BYTES_PER_KEY;
+
 /// The hash of the key in `slot`, for the index to rehash by.
 fn slot_hash(chunks: &Chunks, hasher: &RandomState, slot: u32) -> u64 {
     let entry = chunks.entry_at(slot).expect("indexed slot is occupied");
@@ -613,7 +617,7 @@ impl Shard {
     /// The bytes one entry accounts for, as MEMORY USAGE reports it: its key
     /// and value, its slot, and its share of the index.
     pub fn entry_bytes(entry: &Entry) -> usize {
-        entry.heap_bytes() + std::mem::size_of::<Slot>() + index::BYTES_PER_KEY
+        entry.heap_bytes() + TABLE_BYTES_PER_ENTRY
     }
 
     /// What giving `entry` a deadline adds at most: the deadline in its
@@ -679,7 +683,10 @@ impl Shard {
     }
 
     fn find(&self, key: &[u8]) -> Option<u32> {
-        let hash = self.hash(key);
+        self.find_hashed(key, self.hash(key))
+    }
+
+    fn find_hashed(&self, key: &[u8], hash: u64) -> Option<u32> {
         self.index.find(hash, |slot| {
             self.slot(slot as usize).is_some_and(|e| e.key() == key)
         })
@@ -734,7 +741,8 @@ impl Shard {
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
         self.touch(entry.key());
         self.changes += 1;
-        if let Some(slot) = self.find(entry.key()) {
+        let hash = self.hash(entry.key());
+        if let Some(slot) = self.find_hashed(entry.key(), hash) {
             self.preserve_for_snapshot(slot);
             self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
@@ -756,7 +764,6 @@ impl Shard {
         if let Some(snapshot) = self.snapshot.as_deref_mut() {
             snapshot.claim(slot as usize);
         }
-        let hash = self.hash(entry.key());
         let (k, i) = locate(slot as usize);
         self.chunks[k][i].put(entry);
         self.live_per_chunk[k] += 1;
@@ -904,11 +911,8 @@ impl Shard {
         let entry = self
             .slot(slot as usize)
             .expect("accounted slot is occupied");
-        (
-            entry.heap_bytes(),
-            Shard::entry_bytes(entry),
-            entry.expire_at_ms(),
-        )
+        let heap = entry.heap_bytes();
+        (heap, heap + TABLE_BYTES_PER_ENTRY, entry.expire_at_ms())
     }
 
     /// The one place TTL bookkeeping changes: count, sum and index.

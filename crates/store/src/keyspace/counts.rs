@@ -54,22 +54,29 @@ impl Default for ShardCounts {
 }
 
 impl ShardCounts {
-    /// Publishes `shard`'s counts as they are at `now_ms`.
-    pub(super) fn publish(&self, shard: &Shard, now_ms: u64) {
+    /// Publishes `shard`'s counts as they are at `now_ms`; returns the
+    /// bytes it uses (see [`Shard::used_bytes`]), which the write guard
+    /// would otherwise work out again.
+    pub(super) fn publish(&self, shard: &Shard, now_ms: u64) -> usize {
         self.keys.store(shard.len(), Ordering::Relaxed);
         self.expires.store(shard.expires(), Ordering::Relaxed);
         let sum = u64::try_from(shard.expire_sum_ms()).unwrap_or(u64::MAX);
         self.expire_sum_ms.store(sum, Ordering::Relaxed);
         self.reclaimed_expired
             .store(shard.reclaimed_expired(), Ordering::Relaxed);
-        self.data_bytes.store(shard.data_bytes(), Ordering::Relaxed);
-        self.table_bytes
-            .store(shard.table_bytes(), Ordering::Relaxed);
+        let (data, table, expiry_index) = (
+            shard.data_bytes(),
+            shard.table_bytes(),
+            shard.expiry_index_bytes(),
+        );
+        self.data_bytes.store(data, Ordering::Relaxed);
+        self.table_bytes.store(table, Ordering::Relaxed);
         self.expiry_index_bytes
-            .store(shard.expiry_index_bytes(), Ordering::Relaxed);
+            .store(expiry_index, Ordering::Relaxed);
         self.stale_bytes
             .store(shard.stale_bytes(now_ms), Ordering::Relaxed);
         self.next_deadline
             .store(shard.next_deadline().unwrap_or(u64::MAX), Ordering::Relaxed);
+        data + table + expiry_index
     }
 }

@@ -284,14 +284,13 @@ impl Drop for WriteShard<'_> {
         if self.changed() {
             self.store.wrote();
         }
-        self.counts.publish(&self.guard, self.now_ms);
+        let after = self.counts.publish(&self.guard, self.now_ms);
         let growth = self.guard.table_growth_of_next_insert();
         if growth > self.store.largest_table_growth.load(Ordering::Relaxed) {
             self.store
                 .largest_table_growth
                 .fetch_max(growth, Ordering::Relaxed);
         }
-        let after = self.guard.used_bytes();
         if after > self.bytes_before {
             self.store
                 .dataset_bytes
