@@ -787,7 +787,9 @@ impl<'a> Connection<'a> {
                 0 => {}
                 _ => loaded_ahead -= 1,
             }
-            let at = now.get_or_insert_with(Now::read).unix_ms();
+            let at = now
+                .get_or_insert_with(|| Now::read(&self.server.store))
+                .unix_ms();
             let held = cmd::held_by_pause(self.server, self.client, &args, at);
             let at_acceptor = matches!(self.place, Place::Acceptor);
             if at_acceptor && (held.is_some() || !cmd::is_quick(&self.server.commands, &args)) {
@@ -809,7 +811,10 @@ impl<'a> Connection<'a> {
                 self.lane_turn = Some(lane.take_turn(&self.server.stats).await);
                 now = None;
             }
-            if !self.execute_isolated(&args, now.get_or_insert_with(Now::read)) {
+            if !self.execute_isolated(
+                &args,
+                now.get_or_insert_with(|| Now::read(&self.server.store)),
+            ) {
                 return Ok(Batch::Close);
             }
             let after_reply = self.client.after_reply.take();

@@ -378,8 +378,7 @@ impl<'a> Ctx<'a> {
     /// The selected database, recording accesses even under CLIENT
     /// NO-TOUCH (TOUCH, whose purpose is the access).
     pub fn db_touching(&self) -> keel_store::Db<'a> {
-        let clock = self.server.store.clock_at(self.now.instant());
-        self.server.store.db_at(self.client.db, self.now_ms, clock)
+        (self.server.store).db_at(self.client.db, self.now_ms, self.now.access_clock())
     }
 
     /// Counts a read's lookup of `key` for INFO's keyspace_hits/misses; a

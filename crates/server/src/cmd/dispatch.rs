@@ -122,7 +122,7 @@ pub fn call_nested(
         client,
         out,
         now_ms,
-        now: Now::read(),
+        now: Now::read(&server.store),
         redacted: Vec::new(),
         reply_limit: reply_limit(server, 0),
         room: Room::empty(server),
@@ -531,7 +531,7 @@ pub(super) fn call(ctx: &mut Ctx, id: usize, args: &[Bytes]) {
     ctx.redacted.clear();
     let asked_before = ctx.client.after_reply.is_some();
     let reply_start = ctx.out.len();
-    let started = ctx.now.instant();
+    let started = ctx.now.mark();
     let result = run_with_room(ctx, spec, flags, args, reply_start);
     let mut elapsed = ctx.now.advance(started);
     if let Err(Error(msg)) = result {

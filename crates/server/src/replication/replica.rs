@@ -461,7 +461,7 @@ async fn send_ack(conn: &mut Conn, offset: u64) -> Result<(), String> {
 /// of a script running here (a client's EVAL_RO) runs once it is done.
 async fn apply(server: &Server, client: &mut Client, args: &[Bytes], out: &mut BytesMut) {
     loop {
-        cmd::execute(server, client, args, out, &mut Now::read());
+        cmd::execute(server, client, args, out, &mut Now::read(&server.store));
         out.clear();
         match client.after_reply.take() {
             Some(AfterReply::Script(job)) => {
