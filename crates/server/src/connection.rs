@@ -1084,17 +1084,21 @@ impl<'a> Connection<'a> {
         }
         self.check_output_limits()?;
         self.recharge();
-        let handle = self.client.handle.clone();
+        let handle = &self.client.handle;
         handle
             .output_buffer
             .store(self.write_buf.len(), Ordering::Relaxed);
-        // A client that does not read keeps this write waiting; killing it
-        // (CLIENT KILL, a publisher over its limit, shutdown) ends the wait.
-        tokio::select! {
-            biased;
-            written = self.socket.write_all(&self.write_buf) => written?,
-            _ = handle.killed() => {
-                return Err(std::io::Error::other("killed while its replies waited"));
+        let written = self.socket.write_now(&self.write_buf)?;
+        if written < self.write_buf.len() {
+            // A client that does not read keeps this write waiting; killing
+            // it (CLIENT KILL, a publisher over its limit, shutdown) ends
+            // the wait.
+            tokio::select! {
+                biased;
+                done = self.socket.write_all(&self.write_buf[written..]) => done?,
+                _ = handle.killed() => {
+                    return Err(std::io::Error::other("killed while its replies waited"));
+                }
             }
         }
         self.server.stats.count_output(self.write_buf.len());

@@ -124,6 +124,26 @@ impl Stream {
         }
     }
 
+    /// Writes what the socket takes of `data` at once, without waiting;
+    /// returns how much. Most replies go out whole this way, with no
+    /// future to set up; a TLS stream sends nothing here (its records go
+    /// out through [`Stream::write_all`]).
+    pub fn write_now(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.tls.is_some() {
+            return Ok(0);
+        }
+        let mut written = 0;
+        while written < data.len() {
+            match self.socket.try_write(&data[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(written)
+    }
+
     /// Sends `data` if the socket takes it at once (a refusal's last
     /// words); never waits.
     pub fn try_send(&mut self, data: &[u8]) {
