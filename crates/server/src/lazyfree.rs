@@ -185,11 +185,13 @@ pub fn free_evicted(entry: Entry) {
 
 /// Frees `entry`, removed for `cause`.
 pub fn free_as(cause: Cause, entry: Entry) {
+    if !cause.is_lazy() {
+        return drop_unlocked(entry);
+    }
     let bytes = entry.heap_bytes();
     let costly = bytes > LAZY_FREE_THRESHOLD_BYTES
         || entry.value().free_effort() > LAZY_FREE_THRESHOLD_EFFORT;
-    let lazy = cause.is_lazy() && costly;
-    dispose(entry, bytes, 1, lazy);
+    dispose(entry, bytes, 1, costly);
 }
 
 /// Frees a flushed database's old shards: in the background when `asked`

@@ -159,7 +159,9 @@ pub fn apply(
 ) -> Result<Applied, Error> {
     let db = ctx.db();
     let mut shard = db.write(key);
-    let existing = shard.peek(key);
+    // A plain SET replaces whatever is there without looking at it first.
+    let looks = options.get || options.nx || options.xx || matches!(options.ttl, Ttl::Keep);
+    let existing = looks.then(|| shard.peek(key)).flatten();
     if options.get {
         match existing.map(|e| e.value().as_str()) {
             None => ctx.w().null(),
