@@ -54,6 +54,13 @@ impl Default for ShardCounts {
 }
 
 impl ShardCounts {
+    /// What the shard used as of its last write (see [`Shard::used_bytes`]).
+    pub(super) fn used_bytes(&self) -> usize {
+        self.data_bytes.load(Ordering::Relaxed)
+            + self.table_bytes.load(Ordering::Relaxed)
+            + self.expiry_index_bytes.load(Ordering::Relaxed)
+    }
+
     /// Publishes `shard`'s counts as they are at `now_ms`; returns the
     /// bytes it uses (see [`Shard::used_bytes`]), which the write guard
     /// would otherwise work out again.

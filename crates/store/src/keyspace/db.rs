@@ -74,14 +74,19 @@ impl<'a> Db<'a> {
 
     pub(super) fn guard(&self, index: usize) -> WriteShard<'a> {
         let mut guard = write_lock(self.store, self.index, index);
-        let bytes_before = guard.used_bytes();
+        // Every change to a shard is made under a guard like this one, whose
+        // release publishes what the shard then uses: reading that back is
+        // three loads, where working it out again is a walk of its tables.
+        let counts = &self.counts[index];
+        let bytes_before = counts.used_bytes();
+        debug_assert_eq!(bytes_before, guard.used_bytes());
         let access = &self.store.access;
         guard.follow_policy(access.s3fifo_epoch(), self.clock);
         WriteShard {
             bytes_before,
             changes_before: guard.changes(),
             guard,
-            counts: &self.counts[index],
+            counts,
             store: self.store,
             db: self.index,
             now_ms: self.now_ms,
