@@ -504,6 +504,21 @@ impl ClientHandle {
         }
     }
 
+    /// [`ClientHandle::killed`] for a wait polled many times over: the
+    /// connection's own, which its loop polls at every wake-up. Polling a
+    /// `Notified` again takes the signal's lock to refresh its waker, some
+    /// 130 instructions twice per request at P=1; this watch refreshes it
+    /// only when polled for another task, and otherwise reads the flag.
+    pub fn kill_watch(&self) -> KillWatch<'_> {
+        let mut signal = Box::pin(self.kill_signal.notified());
+        signal.as_mut().enable();
+        KillWatch {
+            handle: self,
+            signal,
+            registered_for: None,
+        }
+    }
+
     /// Seconds since the connection was accepted.
     pub fn age_seconds(&self, now_ms: u64) -> u64 {
         now_ms.saturating_sub(self.created_ms) / 1000
@@ -662,5 +677,85 @@ impl Clients {
             }
         };
         let _ = tokio::time::timeout(limit, wait).await;
+    }
+}
+/// See [`ClientHandle::kill_watch`].
+pub struct KillWatch<'a> {
+    handle: &'a ClientHandle,
+    signal: std::pin::Pin<Box<tokio::sync::futures::Notified<'a>>>,
+    /// The waker the signal holds, once it holds one.
+    registered_for: Option<std::task::Waker>,
+}
+
+impl std::future::Future for KillWatch<'_> {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        use std::task::Poll;
+        // `kill` sets the flag before it wakes the waiters.
+        if self.handle.is_killed() {
+            return Poll::Ready(());
+        }
+        let watch = &mut *self;
+        if (watch.registered_for.as_ref()).is_some_and(|waker| waker.will_wake(cx.waker())) {
+            return Poll::Pending;
+        }
+        match watch.signal.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(()),
+            Poll::Pending => {
+                watch.registered_for = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_kill_watch_polled_again_and_again_wakes_its_task_at_the_kill() {
+        let addr: SocketAddr = "127.0.0.1:6379".parse().unwrap();
+        let handle = Arc::new(ClientHandle::new(1, addr, addr, 0));
+        let watched = handle.clone();
+        let waiting = tokio::spawn(async move {
+            let watch = watched.kill_watch();
+            tokio::pin!(watch);
+            // Polled again and again while the task has other work...
+            for _ in 0..5 {
+                tokio::select! {
+                    biased;
+                    _ = &mut watch => return false,
+                    _ = tokio::task::yield_now() => {}
+                }
+            }
+            // ...then the task sleeps on it alone.
+            watch.await;
+            true
+        });
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished());
+        handle.kill();
+        let slept = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the kill wakes the task")
+            .unwrap();
+        assert!(slept);
+    }
+
+    #[tokio::test]
+    async fn a_kill_watch_made_after_the_kill_is_ready_at_once() {
+        let addr: SocketAddr = "127.0.0.1:6379".parse().unwrap();
+        let handle = ClientHandle::new(1, addr, addr, 0);
+        handle.kill();
+        tokio::time::timeout(Duration::from_secs(5), handle.kill_watch())
+            .await
+            .expect("ready at once");
     }
 }

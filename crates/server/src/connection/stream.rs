@@ -58,12 +58,16 @@ impl Stream {
         self.plaintext_left
     }
 
-    /// Waits until there is something to read (or the peer closed).
+    /// Waits until there is something to read (or the peer closed). The
+    /// socket's one reader slot holds the wait: the connection's task is
+    /// the only one that reads it, and the slot costs half what a waiter
+    /// in the socket's list costs (linked in and out under its lock), once
+    /// per request at P=1.
     pub async fn readable(&self) -> std::io::Result<()> {
         if self.plaintext_waiting() {
             return Ok(());
         }
-        self.socket.readable().await
+        std::future::poll_fn(|cx| self.socket.poll_read_ready(cx)).await
     }
 
     /// True if a read would find data, or the peer closed; false (and the
