@@ -170,12 +170,10 @@ impl RequestDecoder {
                 let Some(&first) = buf.first() else {
                     return Ok(None);
                 };
-                if first == b'*' {
+                let started = if first == b'*' {
                     if let Some(args) = self.take_whole(buf, limits) {
                         return Ok(Some(args));
                     }
-                }
-                let started = if first == b'*' {
                     self.start_multibulk(buf, limits)?
                 } else {
                     match inline_request(buf)? {
