@@ -679,6 +679,7 @@ impl Clients {
         let _ = tokio::time::timeout(limit, wait).await;
     }
 }
+
 /// See [`ClientHandle::kill_watch`].
 pub struct KillWatch<'a> {
     handle: &'a ClientHandle,
