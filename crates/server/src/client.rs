@@ -494,22 +494,12 @@ impl ClientHandle {
 
     /// Resolves when the client is killed. Any number of these may wait at
     /// once; each is registered before the flag is checked, so a kill in
-    /// between is not missed.
-    pub async fn killed(&self) {
-        let signal = self.kill_signal.notified();
-        tokio::pin!(signal);
-        signal.as_mut().enable();
-        if !self.is_killed() {
-            signal.await;
-        }
-    }
-
-    /// [`ClientHandle::killed`] for a wait polled many times over: the
-    /// connection's own, which its loop polls at every wake-up. Polling a
-    /// `Notified` again takes the signal's lock to refresh its waker, some
-    /// 130 instructions twice per request at P=1; this watch refreshes it
-    /// only when polled for another task, and otherwise reads the flag.
-    pub fn kill_watch(&self) -> KillWatch<'_> {
+    /// between is not missed. The connection's own is polled at every
+    /// wake-up of its loop: polling a `Notified` again takes the signal's
+    /// lock to refresh its waker, some 130 instructions twice per request
+    /// at P=1, so the watch refreshes it only when polled for another task
+    /// and otherwise reads the flag.
+    pub fn killed(&self) -> KillWatch<'_> {
         let mut signal = Box::pin(self.kill_signal.notified());
         signal.as_mut().enable();
         KillWatch {
@@ -680,7 +670,7 @@ impl Clients {
     }
 }
 
-/// See [`ClientHandle::kill_watch`].
+/// See [`ClientHandle::killed`].
 pub struct KillWatch<'a> {
     handle: &'a ClientHandle,
     signal: std::pin::Pin<Box<tokio::sync::futures::Notified<'a>>>,
@@ -719,12 +709,12 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_kill_watch_polled_again_and_again_wakes_its_task_at_the_kill() {
+    async fn a_kill_wait_polled_again_and_again_wakes_its_task_at_the_kill() {
         let addr: SocketAddr = "127.0.0.1:6379".parse().unwrap();
         let handle = Arc::new(ClientHandle::new(1, addr, addr, 0));
         let watched = handle.clone();
         let waiting = tokio::spawn(async move {
-            let watch = watched.kill_watch();
+            let watch = watched.killed();
             tokio::pin!(watch);
             // Polled again and again while the task has other work...
             for _ in 0..5 {
@@ -751,11 +741,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_kill_watch_made_after_the_kill_is_ready_at_once() {
+    async fn a_kill_wait_made_after_the_kill_is_ready_at_once() {
         let addr: SocketAddr = "127.0.0.1:6379".parse().unwrap();
         let handle = ClientHandle::new(1, addr, addr, 0);
         handle.kill();
-        tokio::time::timeout(Duration::from_secs(5), handle.kill_watch())
+        tokio::time::timeout(Duration::from_secs(5), handle.killed())
             .await
             .expect("ready at once");
     }

@@ -460,7 +460,7 @@ impl<'a> Connection<'a> {
         handle.set_socket_fd(fd);
         // One wait for the whole connection: CLIENT KILL and shutdown both
         // end it through this signal.
-        let killed = handle.kill_watch();
+        let killed = handle.killed();
         tokio::pin!(killed);
         self.recharge();
         let mut has_read = false;
