@@ -36,6 +36,7 @@ pub mod expiry;
 pub mod geohash;
 pub mod hll;
 mod index;
+pub mod key;
 pub mod keyspace;
 pub mod lcs;
 pub mod pattern;
@@ -51,6 +52,7 @@ pub mod value;
 pub use access::{AccessConfig, Clock, Policy};
 pub use entry::Entry;
 pub use expiry::Reclaimed;
+pub use key::{AsKey, Key};
 pub use keyspace::{
     drop_unlocked, holds_a_lock, Db, DbMemory, DbSize, DbStats, FreeHook, Held, KeyEvent,
     KeyEventHook, Lookup, MultiWrite, ReadShard, ShardSet, ShardsLocked, Store, Vacant,

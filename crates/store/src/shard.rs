@@ -49,7 +49,6 @@
 //! When nobody watches, marking costs one emptiness check.
 
 use std::collections::BTreeMap;
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -61,6 +60,7 @@ use crate::defrag::Relocate;
 use crate::entry::{Entry, Slot};
 use crate::expiry::Reclaimed;
 use crate::index::{self, SlotIndex};
+use crate::key::{AsKey, Key};
 use crate::s3fifo::{S3Fifo, Slots};
 use crate::snapshot::ShardSnapshot;
 
@@ -119,7 +119,7 @@ const TABLE_BYTES_PER_ENTRY: usize = std::mem::size_of::<Slot>() + index::BYTES_
 /// The hash of the key in `slot`, for the index to rehash by.
 fn slot_hash(chunks: &Chunks, hasher: &RandomState, slot: u32) -> u64 {
     let entry = chunks.entry_at(slot).expect("indexed slot is occupied");
-    hasher.hash_one(entry.key())
+    Key::new(entry.key(), hasher).hash()
 }
 
 /// The deadline of the key in `slot`, for the deadline index to compare by.
@@ -631,7 +631,7 @@ impl Shard {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        Key::new(key, &self.hasher).hash()
     }
 
     /// Loads ahead what looking up each key of `lookups` (a key and the
@@ -640,12 +640,12 @@ impl Shard {
     /// before loaded, so the cache misses of a multi-key command overlap
     /// instead of following one another: MSET and MGET of 10 random keys
     /// spent a quarter of their time waiting on those three misses a key.
-    pub(crate) fn prefetch_lookups<'a>(mut lookups: impl Iterator<Item = (&'a Shard, &'a [u8])>) {
+    pub(crate) fn prefetch_lookups<'a>(mut lookups: impl Iterator<Item = (&'a Shard, Key<'a>)>) {
         const AT_ONCE: usize = 16;
         loop {
             let mut batch: [Option<(&Shard, u64)>; AT_ONCE] = [None; AT_ONCE];
             for (at, (shard, key)) in batch.iter_mut().zip(lookups.by_ref()) {
-                let hash = shard.hash(key);
+                let hash = key.hash();
                 shard.index.prefetch_home(hash);
                 *at = Some((shard, hash));
             }
@@ -682,31 +682,29 @@ impl Shard {
             .expect("indexed slot is occupied")
     }
 
-    fn find(&self, key: &[u8]) -> Option<u32> {
-        self.find_hashed(key, self.hash(key))
-    }
-
-    fn find_hashed(&self, key: &[u8], hash: u64) -> Option<u32> {
-        self.index.find(hash, |slot| {
-            self.slot(slot as usize).is_some_and(|e| e.key() == key)
+    fn find<'k>(&self, key: impl AsKey<'k>) -> Option<u32> {
+        let key = key.hashed(&self.hasher);
+        self.index.find(key.hash(), |slot| {
+            self.slot(slot as usize)
+                .is_some_and(|e| e.key() == key.bytes())
         })
     }
 
     /// The live entry for `key`; an expired entry reads as absent.
-    pub fn get(&self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+    pub fn get<'k>(&self, key: impl AsKey<'k>, now_ms: u64) -> Option<&Entry> {
         let entry = self.slot(self.find(key)? as usize)?;
         (!entry.is_expired(now_ms)).then_some(entry)
     }
 
     /// The entry for `key` whether or not it has expired, for callers that
     /// act on expired entries themselves.
-    pub fn get_even_expired(&self, key: &[u8]) -> Option<&Entry> {
+    pub fn get_even_expired<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
         self.slot(self.find(key)? as usize)
     }
 
     /// Mutable access to the live entry for `key`. An expired entry found
     /// on the way is reclaimed.
-    pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<EntryMut<'_>> {
+    pub fn get_mut<'k>(&mut self, key: impl AsKey<'k>, now_ms: u64) -> Option<EntryMut<'_>> {
         let slot = self.live_slot(key, now_ms)?;
         Some(self.entry_mut_at(slot))
     }
@@ -714,7 +712,7 @@ impl Shard {
     /// The slot of the live entry for `key`, for [`Shard::entry_mut_at`]:
     /// a caller that goes on to create the key when it is missing looks it
     /// up once. An expired entry found on the way is reclaimed.
-    pub(crate) fn live_slot(&mut self, key: &[u8], now_ms: u64) -> Option<u32> {
+    pub(crate) fn live_slot<'k>(&mut self, key: impl AsKey<'k>, now_ms: u64) -> Option<u32> {
         let slot = self.find(key)?;
         if self.slot_mut(slot).is_expired(now_ms) {
             let expired = self.take_slot(slot);
@@ -739,10 +737,15 @@ impl Shard {
     /// Stores `entry` under its key, replacing any previous entry in place
     /// (same slot). Returns the previous value if it was live.
     pub fn insert(&mut self, entry: Entry, now_ms: u64) -> Option<Entry> {
+        let hash = self.hash(entry.key());
+        self.insert_hashed(entry, hash, now_ms)
+    }
+
+    /// [`Shard::insert`] of an entry whose key's hash is `hash`.
+    pub(crate) fn insert_hashed(&mut self, entry: Entry, hash: u64, now_ms: u64) -> Option<Entry> {
         self.touch(entry.key());
         self.changes += 1;
-        let hash = self.hash(entry.key());
-        if let Some(slot) = self.find_hashed(entry.key(), hash) {
+        if let Some(slot) = self.find(Key::with_hash(entry.key(), hash)) {
             self.preserve_for_snapshot(slot);
             self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
@@ -787,7 +790,7 @@ impl Shard {
 
     /// Removes `key`. Returns its entry if it was live; an expired entry is
     /// reclaimed and reported as absent.
-    pub fn remove(&mut self, key: &[u8], now_ms: u64) -> Option<Entry> {
+    pub fn remove<'k>(&mut self, key: impl AsKey<'k>, now_ms: u64) -> Option<Entry> {
         let removed = self.take_live(key, now_ms);
         self.changes += u64::from(removed.is_some());
         removed
@@ -795,7 +798,7 @@ impl Shard {
 
     /// [`Shard::remove`] that is no write's change: an eviction, which is
     /// reported as a key event instead.
-    pub(crate) fn take_live(&mut self, key: &[u8], now_ms: u64) -> Option<Entry> {
+    pub(crate) fn take_live<'k>(&mut self, key: impl AsKey<'k>, now_ms: u64) -> Option<Entry> {
         let slot = self.find(key)?;
         let entry = self.take_slot(slot);
         if entry.is_expired(now_ms) {

@@ -14,6 +14,7 @@ use super::locking::{read_lock, write_lock};
 use super::{Store, SHARDS_PER_DB};
 use crate::access::Clock;
 use crate::entry::Entry;
+use crate::key::{AsKey, Key};
 use crate::shard::Shard;
 
 /// One database at one instant: every call made through it sees the same
@@ -68,8 +69,14 @@ impl<'a> Db<'a> {
         self.now_ms
     }
 
-    pub(super) fn shard_index(&self, key: &[u8]) -> usize {
+    pub(super) fn shard_index<'k>(&self, key: impl AsKey<'k>) -> usize {
         self.store.shard_index(key)
+    }
+
+    /// `bytes` as a key, hashed once for every step that needs the hash
+    /// (see [`Key`]).
+    pub fn key<'k>(&self, bytes: &'k [u8]) -> Key<'k> {
+        Key::new(bytes, &self.store.hasher)
     }
 
     pub(super) fn guard(&self, index: usize) -> WriteShard<'a> {
@@ -96,7 +103,7 @@ impl<'a> Db<'a> {
     }
 
     /// Read access to the shard holding `key`.
-    pub fn read(&self, key: &[u8]) -> ReadShard<'a> {
+    pub fn read<'k>(&self, key: impl AsKey<'k>) -> ReadShard<'a> {
         let index = self.shard_index(key);
         ReadShard {
             guards: Some(Guards::One(index, read_lock(self.store, self.index, index))),
@@ -109,14 +116,15 @@ impl<'a> Db<'a> {
     /// (MGET) sees one instant: never half of a concurrent MSET. Guards are
     /// taken in ascending shard order, like [`Db::write_many`].
     pub fn read_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> ReadShard<'a> {
-        let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
+        let keys: Vec<Key> = keys.iter().map(|k| self.key(k.as_ref())).collect();
+        let mut indexes: Vec<usize> = keys.iter().map(|&k| self.shard_index(k)).collect();
         indexes.sort_unstable();
         indexes.dedup();
         let guards: Vec<_> = indexes
             .into_iter()
             .map(|i| (i, read_lock(self.store, self.index, i)))
             .collect();
-        self.prefetch_locked(keys, &guards, |guard| -> &Shard { guard });
+        self.prefetch_locked(&keys, &guards, |guard| -> &Shard { guard });
         ReadShard {
             guards: Some(Guards::Many(guards)),
             db: *self,
@@ -125,7 +133,7 @@ impl<'a> Db<'a> {
     }
 
     /// Write access to the shard holding `key`.
-    pub fn write(&self, key: &[u8]) -> WriteShard<'a> {
+    pub fn write<'k>(&self, key: impl AsKey<'k>) -> WriteShard<'a> {
         self.guard(self.shard_index(key))
     }
 
@@ -134,31 +142,32 @@ impl<'a> Db<'a> {
     /// order, which is what keeps concurrent multi-key commands from
     /// deadlocking.
     pub fn write_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> MultiWrite<'a> {
-        let mut indexes: Vec<usize> = keys.iter().map(|k| self.shard_index(k.as_ref())).collect();
+        let keys: Vec<Key> = keys.iter().map(|k| self.key(k.as_ref())).collect();
+        let mut indexes: Vec<usize> = keys.iter().map(|&k| self.shard_index(k)).collect();
         indexes.sort_unstable();
         indexes.dedup();
         let locked = MultiWrite {
             db: *self,
             guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
         };
-        self.prefetch_locked(keys, &locked.guards, |write| -> &Shard { &write.guard });
+        self.prefetch_locked(&keys, &locked.guards, |write| -> &Shard { &write.guard });
         locked
     }
 
     /// Loads ahead the lookups of `keys` (see `Shard::prefetch_lookups`)
     /// in the guards taken for them, `locked` by ascending shard index;
     /// `shard` is a guard's shard.
-    fn prefetch_locked<'g, K: AsRef<[u8]>, G>(
+    fn prefetch_locked<'g, G>(
         &self,
-        keys: &'g [K],
+        keys: &'g [Key<'g>],
         locked: &'g [(usize, G)],
         shard: impl Fn(&'g G) -> &'g Shard,
     ) {
-        let shard_of = |key: &[u8]| {
+        let shard_of = |key: Key| {
             let at = locked.binary_search_by_key(&self.shard_index(key), |(i, _)| *i);
             shard(&locked[at.expect("every key's shard is locked")].1)
         };
-        Shard::prefetch_lookups(keys.iter().map(|k| (shard_of(k.as_ref()), k.as_ref())));
+        Shard::prefetch_lookups(keys.iter().map(|&k| (shard_of(k), k)));
     }
 
     /// Write access to the shard holding `key` in this database and in

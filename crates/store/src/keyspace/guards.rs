@@ -17,6 +17,7 @@ use super::locking::Held;
 use super::{Db, KeyEvent, Store};
 use crate::access::{Access, Clock};
 use crate::entry::Entry;
+use crate::key::{AsKey, Key};
 use crate::shard::{EntryMut, Shard};
 use crate::value::Value;
 
@@ -43,7 +44,7 @@ pub struct ReadShard<'a> {
 impl ReadShard<'_> {
     /// The locked shard holding `key` and its index. Panics if `key` was not
     /// among the keys the guards were taken for.
-    fn shard_of(&self, key: &[u8]) -> (usize, &Shard) {
+    fn shard_of(&self, key: Key) -> (usize, &Shard) {
         match self.guards.as_ref().expect("held until drop") {
             Guards::One(index, guard) => (*index, guard),
             Guards::Many(guards) => {
@@ -56,7 +57,8 @@ impl ReadShard<'_> {
         }
     }
 
-    fn live(&self, key: &[u8]) -> Option<&Entry> {
+    fn live<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
+        let key = key.hashed(&self.db.store.hasher);
         let (index, shard) = self.shard_of(key);
         let entry = shard.get_even_expired(key)?;
         if entry.is_expired(self.db.now_ms) {
@@ -68,7 +70,7 @@ impl ReadShard<'_> {
 
     /// The live entry for `key`, recording the access (LRU/LFU) with a
     /// relaxed atomic store: no write lock is needed to keep recency.
-    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+    pub fn get<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
         let entry = self.live(key)?;
         let store = self.db.store;
         if self.db.touch {
@@ -79,7 +81,7 @@ impl ReadShard<'_> {
 
     /// The live entry for `key`, without recording an access (OBJECT,
     /// TYPE-like introspection that Redis does not count as use).
-    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+    pub fn peek<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
         self.live(key)
     }
 }
@@ -138,12 +140,12 @@ pub struct WriteShard<'a> {
 
 impl<'a> WriteShard<'a> {
     /// The live entry for `key`, without recording an access.
-    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+    pub fn peek<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
         self.guard.get(key, self.now_ms)
     }
 
     /// The live entry for `key`, for modification; records the access.
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
+    pub fn get_mut<'k>(&mut self, key: impl AsKey<'k>) -> Option<EntryMut<'_>> {
         let slot = self.guard.live_slot(key, self.now_ms)?;
         Some(self.entry_mut_at(slot))
     }
@@ -160,9 +162,16 @@ impl<'a> WriteShard<'a> {
 
     /// Sets `key` to `value` with an optional deadline, replacing what was
     /// there. Returns the previous live entry.
-    pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: Option<u64>) -> Option<Entry> {
+    pub fn insert<'k>(
+        &mut self,
+        key: impl AsKey<'k>,
+        value: Value,
+        expire_at_ms: Option<u64>,
+    ) -> Option<Entry> {
+        let key = key.hashed(&self.store.hasher);
         let access = Access::new(&self.store.access, self.clock);
-        self.insert_entry(Entry::new(key, value, expire_at_ms, access))
+        let entry = Entry::new(key.bytes(), value, expire_at_ms, access);
+        self.insert_hashed(entry, key.hash())
     }
 
     /// [`WriteShard::insert`] of a key with the history RESTORE or an RDB
@@ -185,12 +194,21 @@ impl<'a> WriteShard<'a> {
     /// Inserts `entry`, reporting a key that did not exist as new (under
     /// this lock, so nobody sees the report before the key).
     fn insert_entry(&mut self, entry: Entry) -> Option<Entry> {
+        let hash = Key::new(entry.key(), &self.store.hasher).hash();
+        self.insert_hashed(entry, hash)
+    }
+
+    /// [`WriteShard::insert_entry`] of an entry whose key's hash is `hash`.
+    fn insert_hashed(&mut self, entry: Entry, hash: u64) -> Option<Entry> {
         if self.store.report_new_keys.load(Ordering::Relaxed)
-            && self.guard.get(entry.key(), self.now_ms).is_none()
+            && self
+                .guard
+                .get(Key::with_hash(entry.key(), hash), self.now_ms)
+                .is_none()
         {
             self.store.emit(KeyEvent::New, self.db, entry.key());
         }
-        self.guard.insert(entry, self.now_ms)
+        self.guard.insert_hashed(entry, hash, self.now_ms)
     }
 
     /// Puts back an entry taken from elsewhere (RENAME), keeping its TTL
@@ -225,13 +243,14 @@ impl<'a> WriteShard<'a> {
     }
 
     /// Deletes `key`; returns its entry if it was live.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+    pub fn remove<'k>(&mut self, key: impl AsKey<'k>) -> Option<Entry> {
         self.guard.remove(key, self.now_ms)
     }
 
     /// The live entry for `key` to modify, or a place to create it: for
     /// commands that update a value or create it (APPEND, INCR, ...).
-    pub fn entry<'s>(&'s mut self, key: &'s [u8]) -> Lookup<'s, 'a> {
+    pub fn entry<'s, 'k: 's>(&'s mut self, key: impl AsKey<'k>) -> Lookup<'s, 'a> {
+        let key = key.hashed(&self.store.hasher);
         match self.guard.live_slot(key, self.now_ms) {
             Some(slot) => Lookup::Found(self.entry_mut_at(slot)),
             None => Lookup::Missing(Vacant { shard: self, key }),
@@ -250,7 +269,7 @@ pub enum Lookup<'s, 'a> {
 /// A missing key, ready to be created.
 pub struct Vacant<'s, 'a> {
     shard: &'s mut WriteShard<'a>,
-    key: &'s [u8],
+    key: Key<'s>,
 }
 
 impl Vacant<'_, '_> {
@@ -312,7 +331,8 @@ pub struct MultiWrite<'a> {
 impl<'a> MultiWrite<'a> {
     /// The live entry for `key`, without recording an access. Panics if
     /// `key` was not among the keys the guards were taken for.
-    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+    pub fn peek<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
+        let key = key.hashed(&self.db.store.hasher);
         let index = self.db.shard_index(key);
         let at = self
             .guards
@@ -323,7 +343,7 @@ impl<'a> MultiWrite<'a> {
 
     /// The locked shard holding `key`. Panics if `key` was not among the
     /// keys the guards were taken for.
-    pub fn shard(&mut self, key: &[u8]) -> &mut WriteShard<'a> {
+    pub fn shard<'k>(&mut self, key: impl AsKey<'k>) -> &mut WriteShard<'a> {
         let index = self.db.shard_index(key);
         let at = self
             .guards

@@ -20,7 +20,6 @@
 //! - `expire`: the active expiry pass and its lag.
 //! - `snapshot`: a snapshot's instant and the saver's steps.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use foldhash::fast::RandomState;
@@ -29,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::access::{AccessConfig, Clock};
 use crate::defrag::{DefragCursor, DefragStep, Relocate};
 use crate::expiry::LagWindow;
+use crate::key::{AsKey, Key};
 use crate::shard::{Shard, SlotCounter};
 
 mod counts;
@@ -203,12 +203,16 @@ impl Store {
             return;
         };
         let mut locked: [Option<_>; AT_ONCE] = std::array::from_fn(|_| None);
-        for (at, key) in locked.iter_mut().zip(keys) {
-            *at = shards[self.shard_index(key)]
-                .try_read()
-                .map(|shard| (shard, key));
+        let mut taken = 0;
+        for key in keys.into_iter().take(AT_ONCE) {
+            let key = Key::new(key, &self.hasher);
+            if let Some(shard) = shards[self.shard_index(key)].try_read() {
+                locked[taken] = Some((shard, key));
+                taken += 1;
+            }
         }
-        Shard::prefetch_lookups(locked.iter().flatten().map(|(shard, key)| (&**shard, *key)));
+        let lookups = locked[..taken].iter().flatten();
+        Shard::prefetch_lookups(lookups.map(|(shard, key)| (&**shard, *key)));
     }
 
     /// Loads ahead what finding each of `members` in the hash, set or
@@ -369,10 +373,10 @@ impl Store {
     }
 
     /// The shard of every database that holds `key`.
-    fn shard_index(&self, key: &[u8]) -> usize {
+    fn shard_index<'k>(&self, key: impl AsKey<'k>) -> usize {
         // Bits 32.. of the hash: the shard's index uses the low bits for
         // bucket positions and the top 7 for its tags.
-        ((self.hasher.hash_one(key) >> 32) as usize) % SHARDS_PER_DB
+        ((key.hashed(&self.hasher).hash() >> 32) as usize) % SHARDS_PER_DB
     }
 
     /// Sets the hook called when a write guard that changed a key is

@@ -8,7 +8,9 @@
 //! and the keyspace events a change publishes (the command's own, then
 //! `del` for a key emptied) live here once.
 
-use keel_store::{End, Hash, Limits, List, Lookup, Set, Stream, Value, ValueRef, WriteShard, ZSet};
+use keel_store::{
+    AsKey, End, Hash, Limits, List, Lookup, Set, Stream, Value, ValueRef, WriteShard, ZSet,
+};
 
 use super::edit::edit;
 pub use super::edit::Edit;
@@ -103,8 +105,9 @@ pub fn read<T: Kind, R>(
     f: impl FnOnce(&mut Ctx, Option<&T>) -> Result<R, Error>,
 ) -> Result<R, Error> {
     let db = ctx.db();
-    let shard = db.read(key);
-    let entry = shard.get(key);
+    let hashed = db.key(key);
+    let shard = db.read(hashed);
+    let entry = shard.get(hashed);
     ctx.count_lookup(key, entry.is_some());
     match entry {
         None => f(ctx, None),
@@ -136,9 +139,9 @@ pub struct Outcome {
 /// of the key are marked as `f`'s [`Edit`] says (see [`edit`]). Tells also
 /// what it did to the key, for the keyspace events the caller publishes
 /// (see [`notify`]).
-pub fn update_tracked<T: Kind, R>(
+pub fn update_tracked<'k, T: Kind, R>(
     shard: &mut WriteShard,
-    key: &[u8],
+    key: impl AsKey<'k>,
     missing: Missing,
     f: impl FnOnce(&mut T) -> Result<Edit<R>, Error>,
 ) -> Result<(Option<R>, Outcome), Error> {
@@ -213,8 +216,9 @@ pub fn update<T: Kind, R>(
 ) -> Result<Option<R>, Error> {
     let (result, outcome) = {
         let db = ctx.db();
-        let mut shard = db.write(key);
-        update_tracked(&mut shard, key, missing, f)?
+        let hashed = db.key(key);
+        let mut shard = db.write(hashed);
+        update_tracked(&mut shard, hashed, missing, f)?
     };
     notify::<T>(ctx.notifier(), event, key, outcome);
     Ok(result)

@@ -158,10 +158,11 @@ pub fn apply(
     deadline: Option<u64>,
 ) -> Result<Applied, Error> {
     let db = ctx.db();
-    let mut shard = db.write(key);
+    let hashed = db.key(key);
+    let mut shard = db.write(hashed);
     // A plain SET replaces whatever is there without looking at it first.
     let looks = options.get || options.nx || options.xx || matches!(options.ttl, Ttl::Keep);
-    let existing = looks.then(|| shard.peek(key)).flatten();
+    let existing = looks.then(|| shard.peek(hashed)).flatten();
     if options.get {
         match existing.map(|e| e.value().as_str()) {
             None => ctx.w().null(),
@@ -177,7 +178,7 @@ pub fn apply(
         Ttl::Keep => (existing.and_then(|e| e.expire_at_ms()), false),
         _ => (deadline, deadline.is_some()),
     };
-    let replaced = shard.insert(key, Value::Str(Str::from_bytes(value)), expire);
+    let replaced = shard.insert(hashed, Value::Str(Str::from_bytes(value)), expire);
     drop(shard);
     if let Some(old) = replaced {
         crate::lazyfree::free(old);

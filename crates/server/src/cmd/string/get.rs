@@ -20,8 +20,9 @@ pub const SPEC: Spec = Spec {
 fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
     let key = &args[1];
     let db = ctx.db();
-    let shard = db.read(key);
-    let entry = shard.get(key);
+    let hashed = db.key(key);
+    let shard = db.read(hashed);
+    let entry = shard.get(hashed);
     ctx.count_lookup(key, entry.is_some());
     match entry.map(|e| e.value().as_str()) {
         None => ctx.w().null(),

@@ -61,8 +61,9 @@ pub const DECRBY: Spec = spec(
 
 fn add(ctx: &mut Ctx, key: &[u8], by: i64) -> Result<(), Error> {
     let db = ctx.db();
-    let mut shard = db.write(key);
-    let result = match shard.entry(key) {
+    let hashed = db.key(key);
+    let mut shard = db.write(hashed);
+    let result = match shard.entry(hashed) {
         Lookup::Found(mut entry) => {
             let current = match entry.entry().value() {
                 ValueRef::Str(s) => s.as_i64().ok_or(Error::from(errors::NOT_INTEGER))?,
