@@ -20,6 +20,8 @@
 //! command's duration, its wall clock and the keys' access clock are each
 //! a subtraction or a division of integers: working each out from an
 //! `Instant` cost three `timespec` subtractions a command, 2% of a SET.
+//! The monotonic clock is read as nanoseconds too ([`monotonic_ns`]):
+//! `Instant::elapsed` spent as much again checking and converting.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -32,8 +34,8 @@ use crate::server::unix_ms;
 /// the monotonic clock alone.
 #[derive(Clone, Copy, Debug)]
 pub struct Now {
-    /// When the wall clock was read.
-    anchor: Instant,
+    /// When the wall clock was read ([`monotonic_ns`]).
+    anchor_ns: u64,
     /// The wall clock (Unix milliseconds) at `anchor`.
     anchor_unix_ms: u64,
     /// The store's access clock at `anchor`.
@@ -46,11 +48,11 @@ pub struct Now {
 impl Now {
     /// Reads both clocks; `store` gives the access clock's origin.
     pub fn read(store: &keel_store::Store) -> Now {
-        let anchor = Instant::now();
+        let anchor_ns = monotonic_ns();
         Now {
-            anchor,
+            anchor_ns,
             anchor_unix_ms: unix_ms(),
-            anchor_access: store.clock_at(anchor),
+            anchor_access: store.clock_at(instant_at(anchor_ns)),
             latest_ns: 0,
         }
     }
@@ -76,8 +78,32 @@ impl Now {
     /// Reads the monotonic clock again; returns the time since `since`, a
     /// [`Now::mark`].
     pub fn advance(&mut self, since: u64) -> Duration {
-        self.latest_ns = u64::try_from(self.anchor.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.latest_ns = monotonic_ns().saturating_sub(self.anchor_ns);
         Duration::from_nanos(self.latest_ns.saturating_sub(since))
+    }
+}
+
+/// The monotonic clock (`CLOCK_MONOTONIC`, which `Instant` reads) in
+/// nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is valid for writing; the clock exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64) * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// The `Instant` of the [`monotonic_ns`] reading `ns`.
+fn instant_at(ns: u64) -> Instant {
+    // An `Instant` and a reading taken together, once: both read the same
+    // clock, so a reading is the instant plus the difference.
+    static PAIRED: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (instant, paired_ns) = *PAIRED.get_or_init(|| (Instant::now(), monotonic_ns()));
+    match ns.checked_sub(paired_ns) {
+        Some(after) => instant + Duration::from_nanos(after),
+        None => instant - Duration::from_nanos(paired_ns - ns),
     }
 }
 
@@ -102,9 +128,9 @@ mod tests {
     #[test]
     fn the_wall_and_access_clocks_move_with_the_monotonic_clock() {
         // Read a second ago, so the next reading is past the 250 ms set.
-        let a_second_ago = Instant::now() - Duration::from_secs(1);
+        let a_second_ago = monotonic_ns() - 1_000_000_000;
         let mut now = Now {
-            anchor: a_second_ago,
+            anchor_ns: a_second_ago,
             anchor_unix_ms: 1_000,
             anchor_access: Clock { micros: 7 },
             latest_ns: 0,
@@ -117,6 +143,22 @@ mod tests {
         assert!(now.mark() >= 1_000_000_000);
         assert_eq!(ran, Duration::from_nanos(now.mark() - mark));
         assert_eq!(now.unix_ms(), 1_000 + now.mark() / 1_000_000);
+    }
+
+    #[test]
+    fn a_nanosecond_reading_is_the_instant_it_was_taken_at() {
+        let before = Instant::now();
+        let ns = monotonic_ns();
+        let after = Instant::now();
+        let at = instant_at(ns);
+        // The pairing's two reads are apart by the time a read takes.
+        let slack = Duration::from_millis(1);
+        assert!(
+            before <= at + slack && at <= after,
+            "{before:?} <= {at:?} <= {after:?}"
+        );
+        assert_eq!(instant_at(ns + 5_000) - at, Duration::from_micros(5));
+        assert_eq!(at - instant_at(ns - 5_000), Duration::from_micros(5));
     }
 
     #[tokio::test(start_paused = true)]
