@@ -52,7 +52,7 @@ pub(super) fn resolve(table: &Table, args: &[Bytes]) -> Result<usize, (Option<us
     // send, as in Redis.
     let id = table
         .id(&args[0])
-        .filter(|&id| !table.specs[id].name.contains('|'))
+        .filter(|&id| !table.flags(id).has(Flags::SUBCOMMAND))
         .ok_or_else(|| (None, unknown_command(args)))?;
     let spec = table.specs[id];
     if !spec.accepts(args.len()) {

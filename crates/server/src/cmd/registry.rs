@@ -367,6 +367,8 @@ impl Flags {
     pub const LOADING: Flags = Flags(1 << 7);
     pub const SKIP_SLOWLOG: Flags = Flags(1 << 8);
     pub const ALLOW_BUSY: Flags = Flags(1 << 9);
+    /// A container's subcommand (`config|get`): no name a client may send.
+    pub const SUBCOMMAND: Flags = Flags(1 << 10);
 
     const NAMED: [(&'static str, Flags); 10] = [
         ("write", Flags::WRITE),
@@ -385,7 +387,10 @@ impl Flags {
         let bits = (Flags::NAMED.iter())
             .filter(|(name, _)| spec.has_flag(name))
             .fold(0, |bits, (_, flag)| bits | flag.0);
-        Flags(bits)
+        match spec.name.contains('|') {
+            true => Flags(bits | Flags::SUBCOMMAND.0),
+            false => Flags(bits),
+        }
     }
 
     /// True if every flag of `flags` is set.
@@ -431,6 +436,8 @@ mod tests {
                     spec.name
                 );
             }
+            let subcommand = table.flags(id).has(Flags::SUBCOMMAND);
+            assert_eq!(subcommand, spec.name.contains('|'), "{}", spec.name);
         }
         let set = table.flags(table.id(b"set").expect("SET"));
         assert_eq!(table.id(b"SET"), table.id(b"set"));
