@@ -385,6 +385,12 @@ impl Entry {
         unsafe { &mut *boxed }
     }
 
+    /// True if the value is an integer-encoded string kept inline, which
+    /// [`Entry::set_int`] changes in place.
+    pub(crate) fn holds_int(&self) -> bool {
+        self.shape().kind() == KIND_INT
+    }
+
     /// Makes the value the integer-encoded string `n`: in place when it
     /// is one already, so INCR and DECR build no new block (through
     /// [`Entry::value_mut`] each cost three allocations).

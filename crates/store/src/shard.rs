@@ -725,11 +725,10 @@ impl Shard {
     /// Mutable access to the entry in `slot`, as [`Shard::live_slot`]
     /// found it.
     pub(crate) fn entry_mut_at(&mut self, slot: u32) -> EntryMut<'_> {
-        let heap_before = self.slot_mut(slot).heap_bytes();
         EntryMut {
             shard: self,
             slot,
-            heap_before,
+            heap_before: None,
             modified: false,
         }
     }
@@ -1021,7 +1020,10 @@ impl Shard {
 pub struct EntryMut<'a> {
     shard: &'a mut Shard,
     slot: u32,
-    heap_before: usize,
+    /// The entry's heap bytes before the edit that may resize it, taken
+    /// by that edit: the shard's totals are synced only after one, and an
+    /// INCR of an integer, which never resizes, works out no size at all.
+    heap_before: Option<usize>,
     modified: bool,
 }
 
@@ -1037,6 +1039,7 @@ impl EntryMut<'_> {
     pub fn value_mut(&mut self) -> &mut crate::Value {
         self.modified = true;
         self.shard.preserve_for_snapshot(self.slot);
+        self.may_resize();
         self.shard.slot_mut(self.slot).value_mut()
     }
 
@@ -1045,7 +1048,17 @@ impl EntryMut<'_> {
     pub fn set_int(&mut self, n: i64) {
         self.modified = true;
         self.shard.preserve_for_snapshot(self.slot);
+        if !self.entry().holds_int() {
+            self.may_resize();
+        }
         self.shard.slot_mut(self.slot).set_int(n);
+    }
+
+    /// Notes the entry's size before an edit that may change it.
+    fn may_resize(&mut self) {
+        if self.heap_before.is_none() {
+            self.heap_before = Some(self.entry().heap_bytes());
+        }
     }
 
     /// Declares that nothing was changed through this guard after all, so
@@ -1064,7 +1077,6 @@ impl EntryMut<'_> {
         self.shard.unaccount(self.slot);
         self.shard.slot_mut(self.slot).set_expire_at_ms(at);
         self.shard.account(self.slot);
-        self.heap_before = self.entry().heap_bytes();
     }
 
     /// Deletes the entry and returns it.
@@ -1076,17 +1088,20 @@ impl EntryMut<'_> {
         entry
     }
 
-    /// Brings the shard's totals up to date with the entry's size, after
-    /// moving an edited string back inline.
+    /// Brings the shard's totals up to date with the entry's size after an
+    /// edit that may have resized it, moving an edited string back inline
+    /// first.
     fn sync_bytes(&mut self) {
+        let Some(before) = self.heap_before.take() else {
+            return;
+        };
         self.shard.slot_mut(self.slot).compact();
         let now = self.entry().heap_bytes();
-        self.shard.heap_bytes = self.shard.heap_bytes + now - self.heap_before;
+        self.shard.heap_bytes = self.shard.heap_bytes + now - before;
         if let Some(at) = self.entry().expire_at_ms() {
             self.shard
-                .add_deadline_bytes(at, now as isize - self.heap_before as isize);
+                .add_deadline_bytes(at, now as isize - before as isize);
         }
-        self.heap_before = now;
     }
 }
 
