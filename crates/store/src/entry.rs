@@ -373,13 +373,14 @@ impl Entry {
     /// The value, for in-place changes. An inline string moves into a
     /// boxed [`Value`] first; [`Entry::compact`] moves it back.
     pub(crate) fn value_mut(&mut self) -> &mut Value {
-        let shape = self.shape();
+        let mut shape = self.shape();
         if shape.kind() != KIND_BOXED {
             let value = Box::new(self.value().to_value());
             let rebuilt = self.rebuilt(self.expire_at_ms(), Payload::Boxed(value));
             self.replace_block(rebuilt);
+            shape = self.shape();
         }
-        let boxed = self.boxed(&self.shape());
+        let boxed = self.boxed(&shape);
         // SAFETY: the entry owns the boxed value and is borrowed mutably
         // for as long as the returned reference.
         unsafe { &mut *boxed }
@@ -559,7 +560,11 @@ impl Entry {
     pub fn heap_bytes(&self) -> usize {
         let shape = self.shape();
         let boxed = match shape.kind() {
-            KIND_BOXED => allocated(std::mem::size_of::<Value>()) + self.value().heap_bytes(),
+            // SAFETY: as in `value`, whose header decoding this spares.
+            KIND_BOXED => {
+                allocated(std::mem::size_of::<Value>())
+                    + unsafe { (*self.boxed(&shape)).heap_bytes() }
+            }
             _ => 0,
         };
         allocated(shape.size()) + boxed
