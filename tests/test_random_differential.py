@@ -44,6 +44,14 @@ COMMANDS = int(os.environ.get("KEEL_DIFF_COMMANDS", "100000"))
 BATCH = 500
 MAX_REPORTED = 15
 
+# Redis 7.0's SORT checks errno after strtod without clearing it first, so
+# an ERANGE left by any earlier command (ZADD k 1e400) fails it.
+SORT_ERRNO = ("Redis's SORT reads scores with strtod without clearing errno, so an ERANGE left by "
+              "an earlier command (ZADD k 1e400) fails it")
+# A SORT ... STORE that Redis fails this way still stores in keel, so the
+# datasets part: every reply until keel gets Redis's dataset again may differ.
+AFTER_SORT_STORE = "replies after a SORT ... STORE that only Redis refused, until keel is resynced"
+
 # Deliberate differences between keel and Redis, as (reason, predicate). The
 # predicate gets (command, keel reply, redis reply) and returns True when a
 # divergence is this known one. Keep them narrow: a divergence that changes
@@ -63,8 +71,7 @@ KNOWN_DIVERGENCES: list[tuple[str, object]] = [
      and isinstance(redis, int) and abs(keel - redis) == 1),
     ("COMMAND alone lists each server's own command table",
      lambda cmd, keel, redis: [c.upper() for c in cmd] == ["COMMAND"]),
-    ("Redis's SORT reads scores with strtod without clearing errno, so an ERANGE left by an "
-     "earlier command of the same pipeline (ZADD k 1e400) fails it",
+    (SORT_ERRNO,
      lambda cmd, keel, redis: cmd[0].upper() in ("SORT", "SORT_RO")
      and redis == Err("ERR One or more scores can't be converted into double")
      and not isinstance(keel, Err)),
@@ -933,6 +940,22 @@ def both_servers(keel_bin):
             srv.cleanup()
 
 
+def copy_dataset(source, target):
+    """Gives `target` the keys of `source`'s three databases (DUMP and
+    RESTORE), then selects the database `source` has selected on both."""
+    selected = re.search(rb"\bdb=(\d+)", _b(source.call("CLIENT", "INFO"))).group(1)
+    for db in range(3):
+        for conn in (source, target):
+            assert conn.call("SELECT", db) == OK
+        assert target.call("FLUSHDB") == OK
+        for key in source.call("KEYS", "*"):
+            payload, ttl = source.call("DUMP", key), source.call("PTTL", key)
+            if payload is not None and ttl != -2:
+                assert target.call("RESTORE", key, max(ttl, 0), payload) == OK, key
+    for conn in (source, target):
+        assert conn.call("SELECT", selected) == OK
+
+
 def test_random_commands_match_redis(both_servers):
     seed = int(os.environ.get("KEEL_DIFF_SEED") or random.randrange(2**32))
     print(f"KEEL_DIFF_SEED={seed}")
@@ -956,6 +979,8 @@ def test_random_commands_match_redis(both_servers):
             return gen.scripted.get(cmd[1], ())
         return ()
 
+    in_multi = False
+    apart = False  # a known divergence changed stored state (see AFTER_SORT_STORE)
     index = 0
     while index < COMMANDS:
         batch = [cmd for _ in range(min(BATCH, COMMANDS - index)) for cmd in gen.commands()]
@@ -975,7 +1000,13 @@ def test_random_commands_match_redis(both_servers):
             exec_ran[:] = queued if name == "EXEC" else []
             if name in ("EXEC", "DISCARD") or (name == "MULTI" and keel_reply == OK):
                 queued = []
+                in_multi = name == "MULTI"
             reason = divergence(cmd, keel_reply, redis_reply, ran, scripts)
+            if reason is not None and apart:
+                reason = AFTER_SORT_STORE
+            elif reason == SORT_ERRNO and any(
+                    "STORE" in (str(arg).upper() for arg in c) for c in (cmd, *ran(cmd))):
+                apart = True
             if keel_reply != Status("QUEUED"):
                 scripts.saw(cmd, keel_reply)
             if name == "EXEC" and isinstance(keel_reply, list):
@@ -990,6 +1021,9 @@ def test_random_commands_match_redis(both_servers):
             if len(divergences) < MAX_REPORTED:
                 divergences.append((index + offset, cmd, keel_reply, redis_reply))
         index += len(batch)
+        if apart and not in_multi:
+            copy_dataset(redis, keel)
+            apart = False
 
     keel.close()
     redis.close()
