@@ -501,8 +501,10 @@ fn kill_matching(ctx: &mut Ctx, filter: &Filter) -> usize {
             && !(filter.skip_me && c.id == me)
     };
     let mut killed = 0;
+    // A client killed already is gone for Redis, which frees it at once;
+    // here its connection may not have noticed yet.
     for handle in ctx.server.clients.list() {
-        if matches(&handle) {
+        if matches(&handle) && !handle.is_killed() {
             killed += 1;
             if handle.id == me {
                 ctx.client.after_reply = Some(AfterReply::Close);
