@@ -187,3 +187,20 @@ def test_unauthenticated_request_limits(start_server):
         assert conn.call("AUTH", "pw") == OK
         assert conn.call("ECHO", "x" * 100_000) == b"x" * 100_000
         assert conn.call("MSET", *["k", "v"] * 20) == OK
+
+
+def test_reset_in_a_pipeline_brings_back_the_unauthenticated_limits(start_server):
+    # The requests after RESET are read with the RESET in one batch (a
+    # big ECHO first grows the read buffer to hold it); they still meet the
+    # limits of a client that has not authenticated.
+    srv = start_server({"requirepass": "pw"})
+    with srv.conn() as conn:
+        assert conn.call("AUTH", "pw") == OK
+        assert conn.call("ECHO", "x" * 40_000) == b"x" * 40_000
+        pipeline = (encode_command("PING") + encode_command("RESET")
+                    + encode_command("ECHO", "x" * 16385) + encode_command("SET", "after", "1"))
+        assert_closed_with(conn, pipeline,
+                           b"+PONG\r\n+RESET\r\n" + protocol_error("unauthenticated bulk length"))
+    with srv.conn() as conn:
+        assert conn.call("AUTH", "pw") == OK
+        assert conn.call("EXISTS", "after") == 0

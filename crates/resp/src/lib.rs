@@ -28,7 +28,7 @@ pub use decode::{decode, take_replies, DecodeError, MAX_NESTING};
 pub use double::format_double;
 pub use frame::Frame;
 pub use request::{
-    peek_requests, split_words, Limits, PeekRequests, Peeked, ProtocolError, RequestDecoder,
-    DEFAULT_MAX_BULK_LEN, MAX_INLINE_LEN, MAX_MULTIBULK_LEN, PEEKED_ARGS,
+    complete_requests, split_words, Limits, ProtocolError, RequestDecoder, DEFAULT_MAX_BULK_LEN,
+    MAX_AHEAD, MAX_INLINE_LEN, MAX_MULTIBULK_LEN,
 };
 pub use writer::{Protocol, ReplyLimit, ReplyRoom, Writer};

@@ -99,9 +99,9 @@ proptest! {
     }
 
     #[test]
-    fn peeking_sees_the_requests_the_decoder_decodes(
+    fn taking_requests_ahead_decodes_the_same_requests(
         requests in proptest::collection::vec(
-            proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 1..5), 1..6),
+            proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 1..12), 1..40),
         cut in any::<prop::sample::Index>(),
     ) {
         let mut wire = BytesMut::new();
@@ -109,17 +109,27 @@ proptest! {
             Frame::command(args).encode(&mut wire, Protocol::Resp2);
         }
         let wire = &wire[..cut.index(wire.len() + 1)];
-        let mut decoder = RequestDecoder::new();
-        let mut buf = BytesMut::from(wire);
-        let mut decoded = Vec::new();
-        while let Some(args) = decoder.next(&mut buf, &Limits::default()).unwrap() {
-            decoded.push(args);
-        }
-        let peeked: Vec<_> = keel_resp::peek_requests(wire).collect();
-        prop_assert_eq!(peeked.len(), decoded.len());
-        for (peeked, args) in peeked.into_iter().zip(&decoded) {
-            for at in 0..keel_resp::PEEKED_ARGS {
-                prop_assert_eq!(peeked.arg(at), args.get(at).map(|a| &a[..]));
+        let decode = |ahead: bool| {
+            let (mut decoder, limits) = (RequestDecoder::new(), Limits::default());
+            let mut buf = BytesMut::from(wire);
+            let mut decoded = Vec::new();
+            while let Some(args) = decoder.next(&mut buf, &limits).unwrap() {
+                if ahead {
+                    decoder.take_ahead(&mut buf, &limits);
+                    let shown: Vec<Vec<Bytes>> = decoder.ahead().map(<[Bytes]>::to_vec).collect();
+                    decoded.push((args, shown));
+                } else {
+                    decoded.push((args, Vec::new()));
+                }
+            }
+            decoded
+        };
+        let (plain, ahead) = (decode(false), decode(true));
+        prop_assert_eq!(plain.len(), ahead.len());
+        for (at, ((plain, _), (args, shown))) in plain.iter().zip(&ahead).enumerate() {
+            prop_assert_eq!(plain, args);
+            for (offset, request) in shown.iter().enumerate() {
+                prop_assert_eq!(request, &ahead[at + 1 + offset].0);
             }
         }
     }

@@ -62,7 +62,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use keel_resp::{Limits, RequestDecoder, Writer};
+use keel_resp::{Limits, RequestDecoder, Writer, MAX_AHEAD};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -102,10 +102,6 @@ const PEER_CLOSED_POLL: Duration = Duration::from_secs(1);
 /// How often a connection waiting for its script job looks whether
 /// another script has run past `busy-reply-threshold`.
 const SCRIPT_BUSY_POLL: Duration = Duration::from_millis(20);
-
-/// Requests whose keys a connection loads ahead at once (see
-/// `Connection::load_ahead`).
-const LOADED_AHEAD: usize = 16;
 
 /// Heavy batches a worker lets wait in its run queue at once: a light
 /// connection's request waits behind at most this many per pass of the
@@ -751,8 +747,6 @@ impl<'a> Connection<'a> {
         // The clocks as the batch's commands read them (see `crate::clock`):
         // read for the first command, and again after anything that waits.
         let mut now = None;
-        // Requests whose keys were loaded ahead and have not run yet.
-        let mut loaded_ahead = 0;
         loop {
             let limits = Limits {
                 max_bulk_len,
@@ -778,14 +772,8 @@ impl<'a> Connection<'a> {
             };
             // A lone request (any request at P=1) has nothing to load
             // ahead: its own lookup misses whatever is done first.
-            match loaded_ahead {
-                0 if matches!(self.place, Place::Worker(_))
-                    && !self.progress.read_buf.is_empty() =>
-                {
-                    loaded_ahead = self.load_ahead();
-                }
-                0 => {}
-                _ => loaded_ahead -= 1,
+            if matches!(self.place, Place::Worker(_)) {
+                self.load_ahead(&limits);
             }
             let at = now
                 .get_or_insert_with(|| Now::read(&self.server.store))
@@ -878,24 +866,27 @@ impl<'a> Connection<'a> {
         }
     }
 
-    /// Loads ahead the keys of the complete requests in the read buffer,
-    /// which follow the request about to run: their lookups' cache misses,
-    /// and that request's own, then overlap instead of following one
-    /// another, request after request (see `keel_store::Store::prefetch`;
-    /// a SET of random keys spent 16-20% of its time on three misses in a
-    /// row). When they all name one key, it loads ahead the members they
-    /// name in that key's collection instead (see
-    /// `keel_store::Store::prefetch_members`: an HSET of random fields of
-    /// one 100,000-field hash spent 17% of its time finding the field).
-    /// Returns how many requests it looked at.
-    fn load_ahead(&self) -> usize {
+    /// Takes the whole requests in the read buffer that follow the one
+    /// about to run (see `RequestDecoder::take_ahead`), unless those taken
+    /// earlier are still to run, and loads their keys ahead: their
+    /// lookups' cache misses, and that request's own, then overlap instead
+    /// of following one another, request after request (see
+    /// `keel_store::Store::prefetch`; a SET of random keys spent 16-20% of
+    /// its time on three misses in a row). When they all name one key, it
+    /// loads ahead the members they name in that key's collection instead
+    /// (see `keel_store::Store::prefetch_members`: an HSET of random fields
+    /// of one 100,000-field hash spent 17% of its time finding the field).
+    fn load_ahead(&mut self, limits: &Limits) {
+        let progress = &mut self.progress;
+        if progress.decoder.take_ahead(&mut progress.read_buf, limits) == 0 {
+            return;
+        }
         let table = &self.server.commands;
-        let mut keys: [&[u8]; LOADED_AHEAD] = [&[]; LOADED_AHEAD];
-        let mut members: [&[u8]; LOADED_AHEAD] = [&[]; LOADED_AHEAD];
-        let (mut peeked, mut found, mut found_members) = (0, 0, 0);
-        for request in keel_resp::peek_requests(&self.progress.read_buf).take(LOADED_AHEAD) {
-            peeked += 1;
-            let (key, member) = cmd::lookups_ahead(table, &request);
+        let mut keys: [&[u8]; MAX_AHEAD] = [&[]; MAX_AHEAD];
+        let mut members: [&[u8]; MAX_AHEAD] = [&[]; MAX_AHEAD];
+        let (mut found, mut found_members) = (0, 0);
+        for request in progress.decoder.ahead() {
+            let (key, member) = cmd::lookups_ahead(table, request);
             // A pipeline on one key (LPUSH, HSET of a big hash) needs one.
             if let Some(key) = key.filter(|&key| found == 0 || keys[found - 1] != key) {
                 keys[found] = key;
@@ -916,7 +907,6 @@ impl<'a> Connection<'a> {
         } else if found > 0 {
             store.prefetch(self.client.db, keys[..found].iter().copied());
         }
-        peeked
     }
 
     /// Runs one command; false if it panicked. A panic costs this client

@@ -62,9 +62,8 @@ impl Buffers {
     /// Answers every complete request received and drops it from `input`;
     /// false if what is left is more than [`MAX_UNANSWERED`] bytes.
     fn answer(&mut self) -> bool {
-        let mut requests = keel_resp::peek_requests(&self.input[self.start..self.end]);
-        let answered = requests.by_ref().count();
-        self.start = self.end - requests.rest().len();
+        let (answered, taken) = keel_resp::complete_requests(&self.input[self.start..self.end]);
+        self.start += taken;
         for _ in 0..answered {
             self.output.extend_from_slice(REPLY);
         }
