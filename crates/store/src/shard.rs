@@ -178,6 +178,10 @@ pub struct Shard {
     /// whether its command changed anything. Reclaiming expired keys and
     /// evicting do not count; they are reported as key events.
     changes: u64,
+    /// Keys inserted that were not here: the only writes that can raise
+    /// [`Shard::table_growth_of_next_insert`] (a removal leaves the index's
+    /// occupied buckets as they were, and gives the free list a slot).
+    new_keys: u64,
     /// Keys per hash slot, when the store counts them (see [`SlotCounter`]).
     slot_keys: Option<SlotKeys>,
 }
@@ -223,6 +227,7 @@ impl Shard {
             s3fifo: None,
             snapshot: None,
             changes: 0,
+            new_keys: 0,
             slot_keys: counter.map(|counter| SlotKeys {
                 counter,
                 counts: vec![0; counter.slots].into_boxed_slice(),
@@ -288,6 +293,11 @@ impl Shard {
     /// How many writes changed a key here (see the field).
     pub fn changes(&self) -> u64 {
         self.changes
+    }
+
+    /// How many keys were inserted here that were not here (see the field).
+    pub fn new_keys(&self) -> u64 {
+        self.new_keys
     }
 
     /// Continues the change count of `old`, the shard this one replaces
@@ -758,6 +768,7 @@ impl Shard {
             }
             return Some(old);
         }
+        self.new_keys += 1;
         let hash_slot = self.hash_slot_of(entry.key());
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -1331,6 +1342,28 @@ mod tests {
         );
         assert_eq!(shard.expires(), 0);
         assert_eq!(shard.len(), 2, "k0 and k2 have no TTL");
+    }
+
+    #[test]
+    fn only_a_new_key_raises_the_table_growth_bound() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut shard = Shard::new(RandomState::default());
+        let mut largest = shard.table_growth_of_next_insert();
+        for _ in 0..20_000 {
+            let key = format!("k{}", rng.gen_range(0..3_000));
+            let new_keys = shard.new_keys();
+            match rng.gen_bool(0.4) {
+                true => drop(shard.remove(key.as_bytes(), 0)),
+                false => drop(shard.insert(entry(&key, "v", None), 0)),
+            }
+            let bound = shard.table_growth_of_next_insert();
+            if shard.new_keys() == new_keys {
+                assert!(bound <= largest, "{bound} > {largest} after no new key");
+            }
+            largest = largest.max(bound);
+        }
+        assert!(largest > 0);
     }
 
     #[test]

@@ -92,6 +92,7 @@ impl<'a> Db<'a> {
         WriteShard {
             bytes_before,
             changes_before: guard.changes(),
+            new_keys_before: guard.new_keys(),
             guard,
             counts,
             store: self.store,

@@ -134,6 +134,8 @@ pub struct WriteShard<'a> {
     pub(super) bytes_before: usize,
     /// The shard's change count when locked (see [`Shard::changes`]).
     pub(super) changes_before: u64,
+    /// Its count of new keys when locked (see [`Shard::new_keys`]).
+    pub(super) new_keys_before: u64,
     /// See `Db::touch`.
     pub(super) touch: bool,
 }
@@ -304,11 +306,14 @@ impl Drop for WriteShard<'_> {
             self.store.wrote();
         }
         let after = self.counts.publish(&self.guard, self.now_ms);
-        let growth = self.guard.table_growth_of_next_insert();
-        if growth > self.store.largest_table_growth.load(Ordering::Relaxed) {
-            self.store
-                .largest_table_growth
-                .fetch_max(growth, Ordering::Relaxed);
+        // Only a new key can have raised the tables' next growth: an
+        // overwrite, an INCR or a push to a list skips working it out.
+        if self.guard.new_keys() != self.new_keys_before {
+            let growth = self.guard.table_growth_of_next_insert();
+            let largest = &self.store.largest_table_growth;
+            if growth > largest.load(Ordering::Relaxed) {
+                largest.fetch_max(growth, Ordering::Relaxed);
+            }
         }
         if after > self.bytes_before {
             self.store
