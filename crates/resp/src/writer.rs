@@ -292,16 +292,29 @@ const HEADER_LINE_MAX: usize = 23;
 /// on the hottest path of the server, and one slice is one copy and one
 /// room check where the type byte, number and CRLF apart were three.
 fn header_line(tag: u8, n: i64, buf: &mut [u8; HEADER_LINE_MAX]) -> &[u8] {
+    // Two digits a step, from a table, as Redis's ll2string does: a list
+    // length in the millions took seven divisions.
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut i = HEADER_LINE_MAX - 2;
     buf[i..].copy_from_slice(b"\r\n");
     let mut v = n.unsigned_abs();
-    loop {
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     if n < 0 {
         i -= 1;
@@ -324,7 +337,8 @@ mod tests {
 
     #[test]
     fn integers_format_like_redis() {
-        for n in [0, 1, -1, 42, i64::MAX, i64::MIN] {
+        let ends = [i64::MAX, i64::MIN, i64::MAX / 10, 1_234_567_890_123];
+        for n in (-1_000..=20_000).chain(ends) {
             let out = write(Protocol::Resp2, |w| w.integer(n));
             assert_eq!(out, format!(":{n}\r\n").into_bytes());
         }
