@@ -805,7 +805,12 @@ impl<'a> Connection<'a> {
             ) {
                 return Ok(Batch::Close);
             }
-            let after_reply = self.client.after_reply.take();
+            // Looked at before it is taken: taking it moves the whole enum,
+            // a call to memcpy on every command.
+            let after_reply = match self.client.after_reply.is_some() {
+                true => self.client.after_reply.take(),
+                false => None,
+            };
             if after_reply.is_some() {
                 now = None;
             }
