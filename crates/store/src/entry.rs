@@ -217,6 +217,21 @@ impl Entry {
         Entry::build(key, Payload::Boxed(Box::new(value)), expire_at_ms, access)
     }
 
+    /// [`Entry::new`] of `Value::Str(Str::from_bytes(bytes))`, without
+    /// making that value.
+    pub(crate) fn with_str(
+        key: &[u8],
+        bytes: &[u8],
+        expire_at_ms: Option<u64>,
+        access: Access,
+    ) -> Entry {
+        let payload = match crate::value::parse_canonical_i64(bytes) {
+            Some(n) => Payload::Int(n),
+            None => Payload::Bytes(bytes),
+        };
+        Entry::build(key, payload, expire_at_ms, access)
+    }
+
     /// Allocates and fills a block.
     fn build(key: &[u8], payload: Payload<'_>, deadline: Option<u64>, access: Access) -> Entry {
         let mut header =
@@ -696,6 +711,25 @@ mod tests {
         let with_ttl = Entry::new(key, string(&[b'v'; 64]), Some(1), access());
         assert_eq!(with_ttl.shape().size(), plain.shape().size() + 8);
         assert_eq!(with_ttl.heap_bytes(), 96);
+    }
+
+    #[test]
+    fn a_string_written_straight_in_is_the_entry_of_its_value() {
+        let big = vec![b'x'; 70_000];
+        for bytes in [&b""[..], b"v", b"12345", b"-7", b"007", b"1e3", &big] {
+            for deadline in [None, Some(1_000)] {
+                let straight = Entry::with_str(b"k", bytes, deadline, access());
+                let boxed_first = Entry::new(b"k", string(bytes), deadline, access());
+                assert_eq!(
+                    straight.value(),
+                    boxed_first.value(),
+                    "{:?}",
+                    &bytes[..bytes.len().min(8)]
+                );
+                assert_eq!(straight.heap_bytes(), boxed_first.heap_bytes());
+                assert_eq!(straight.expire_at_ms(), deadline);
+            }
+        }
     }
 
     #[test]

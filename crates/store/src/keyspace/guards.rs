@@ -170,9 +170,34 @@ impl<'a> WriteShard<'a> {
         value: Value,
         expire_at_ms: Option<u64>,
     ) -> Option<Entry> {
+        self.insert_built(key, |key, access| {
+            Entry::new(key, value, expire_at_ms, access)
+        })
+    }
+
+    /// [`WriteShard::insert`] of the string `bytes` (SET, MSET), stored
+    /// as `Str::from_bytes` would store it but written straight into the
+    /// entry: boxing it first cost every SET an allocation and a copy of
+    /// the value that the entry then copied again and freed.
+    pub fn insert_str<'k>(
+        &mut self,
+        key: impl AsKey<'k>,
+        bytes: &[u8],
+        expire_at_ms: Option<u64>,
+    ) -> Option<Entry> {
+        self.insert_built(key, |key, access| {
+            Entry::with_str(key, bytes, expire_at_ms, access)
+        })
+    }
+
+    fn insert_built<'k>(
+        &mut self,
+        key: impl AsKey<'k>,
+        build: impl FnOnce(&[u8], Access) -> Entry,
+    ) -> Option<Entry> {
         let key = key.hashed(&self.store.hasher);
         let access = Access::new(&self.store.access, self.clock);
-        let entry = Entry::new(key.bytes(), value, expire_at_ms, access);
+        let entry = build(key.bytes(), access);
         self.insert_hashed(entry, key.hash())
     }
 
@@ -278,6 +303,12 @@ impl Vacant<'_, '_> {
     /// Creates the key with `value` and an optional deadline.
     pub fn insert(self, value: Value, expire_at_ms: Option<u64>) {
         self.shard.insert(self.key, value, expire_at_ms);
+    }
+
+    /// Creates the key with the string `bytes` (see
+    /// [`WriteShard::insert_str`]).
+    pub fn insert_str(self, bytes: &[u8], expire_at_ms: Option<u64>) {
+        self.shard.insert_str(self.key, bytes, expire_at_ms);
     }
 }
 

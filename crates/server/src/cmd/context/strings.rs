@@ -4,7 +4,6 @@
 //! `checkStringLength`.
 
 use bytes::Bytes;
-use keel_store::{Str, Value};
 
 use super::{deadline_ms, errors, is, write_str, Ctx, Error, Events, Unit};
 
@@ -178,7 +177,7 @@ pub fn apply(
         Ttl::Keep => (existing.and_then(|e| e.expire_at_ms()), false),
         _ => (deadline, deadline.is_some()),
     };
-    let replaced = shard.insert(hashed, Value::Str(Str::from_bytes(value)), expire);
+    let replaced = shard.insert_str(hashed, value, expire);
     drop(shard);
     if let Some(old) = replaced {
         crate::lazyfree::free(old);

@@ -2,7 +2,7 @@
 //! with the new length.
 
 use bytes::Bytes;
-use keel_store::{Lookup, Str, Value};
+use keel_store::{Lookup, Value};
 
 use crate::cmd::context::edit::{edit, Edit};
 use crate::cmd::context::strings::check_length;
@@ -41,7 +41,7 @@ fn run(ctx: &mut Ctx, args: &[Bytes]) -> Result<(), Error> {
             })?
         }
         Lookup::Missing(vacant) => {
-            vacant.insert(Value::Str(Str::from_bytes(tail)), None);
+            vacant.insert_str(tail, None);
             tail.len()
         }
     };

@@ -6,7 +6,7 @@
 //! once the shards are released.
 
 use bytes::Bytes;
-use keel_store::{Entry, Str, Value};
+use keel_store::Entry;
 
 use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
@@ -72,9 +72,7 @@ fn set_all(ctx: &mut Ctx, args: &[Bytes], only_if_none_exist: bool) -> Result<bo
     let replaced: Vec<Entry> = pairs
         .into_iter()
         .filter_map(|(key, value)| {
-            let replaced = locked
-                .shard(key)
-                .insert(key, Value::Str(Str::from_bytes(value)), None);
+            let replaced = locked.shard(key).insert_str(key, value, None);
             ctx.notify(Events::STRING, "set", key);
             replaced
         })
