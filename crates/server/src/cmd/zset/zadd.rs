@@ -65,11 +65,21 @@ fn add_one(
 /// The shared body of ZADD and ZINCRBY: `pairs` are `score member`
 /// arguments, already checked for count.
 fn add(ctx: &mut Ctx, key: &[u8], pairs: &[Bytes], flags: Flags) -> Result<(), Error> {
-    let scores = pairs
-        .iter()
-        .step_by(2)
-        .map(|s| parse_score(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Every score is read before anything changes, as Redis does; a few
+    // of them (the usual ZADD has one) on the stack, not in an allocation.
+    const ON_STACK: usize = 8;
+    let (mut few, mut many) = ([0.0; ON_STACK], Vec::new());
+    let count = pairs.len() / 2;
+    let scores = match count <= ON_STACK {
+        true => &mut few[..count],
+        false => {
+            many.resize(count, 0.0);
+            &mut many[..]
+        }
+    };
+    for (score, arg) in scores.iter_mut().zip(pairs.iter().step_by(2)) {
+        *score = parse_score(arg)?;
+    }
     let limits = limits(ctx);
     let missing = if flags.xx {
         Missing::Skip
