@@ -772,7 +772,7 @@ impl<'a> Connection<'a> {
             };
             // A lone request (any request at P=1) has nothing to load
             // ahead: its own lookup misses whatever is done first.
-            if matches!(self.place, Place::Worker(_)) {
+            if matches!(self.place, Place::Worker(_)) && !self.progress.read_buf.is_empty() {
                 self.load_ahead(&limits);
             }
             let at = now
