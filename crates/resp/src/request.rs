@@ -238,13 +238,14 @@ impl RequestDecoder {
     /// Takes the whole requests at the front of `buf`, as many as
     /// [`MAX_AHEAD`] and [`AHEAD_ARGS`] allow, splitting them off in one
     /// piece: the same requests, one by one, that [`RequestDecoder::next`]
-    /// would take in its common case (see [`RequestDecoder::take_whole`]).
-    /// `next` hands them out before anything else. Meanwhile
-    /// [`RequestDecoder::ahead`] shows them, so that a server can load
-    /// their keys ahead: decoding them then, instead of reading their
-    /// headers once to load ahead and again to run them, saves each
-    /// request a tenth of its cost. Returns how many it took: none while
-    /// requests taken earlier are still to be handed out, or mid-request.
+    /// would take in its common case (a well-formed multibulk request, all
+    /// there, within the limits). `next` hands them out before anything
+    /// else. Meanwhile [`RequestDecoder::ahead`] shows them, so that a
+    /// server can load their keys ahead: decoding them then, instead of
+    /// reading their headers once to load ahead and again to run them,
+    /// saved a GET at P=16 160 of its 2,800 instructions. Returns how many
+    /// it took: none while requests taken earlier are still to be handed
+    /// out, or mid-request.
     pub fn take_ahead(&mut self, buf: &mut BytesMut, limits: &Limits) -> usize {
         // Most calls find nothing to take (at P=1, every one): they return
         // before setting up room for what they would find.
