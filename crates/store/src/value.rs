@@ -473,7 +473,19 @@ pub fn parse_canonical_i64(bytes: &[u8]) -> Option<i64> {
     if digits[0] == b'0' && (digits.len() > 1 || bytes[0] == b'-') {
         return None;
     }
-    std::str::from_utf8(bytes).ok()?.parse().ok()
+    // Summed as a negative number, which reaches i64::MIN; the digits are
+    // checked already, so no UTF-8 check and no `str::parse` (every SET
+    // and every ZADD score comes through here).
+    let mut negated: i64 = 0;
+    for &digit in digits {
+        negated = negated
+            .checked_mul(10)?
+            .checked_sub(i64::from(digit - b'0'))?;
+    }
+    match bytes[0] == b'-' {
+        true => Some(negated),
+        false => negated.checked_neg(),
+    }
 }
 
 fn decimal_len(n: i64) -> usize {
@@ -495,7 +507,13 @@ mod tests {
     fn canonical_integers_only() {
         assert_eq!(parse_canonical_i64(b"123"), Some(123));
         assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_canonical_i64(b"9223372036854775807"), Some(i64::MAX));
+        for n in (-2_000..2_000).chain([i64::MIN + 1, i64::MAX - 1, 1 << 53]) {
+            assert_eq!(parse_canonical_i64(n.to_string().as_bytes()), Some(n));
+        }
         for bad in [
+            &b"9223372036854775808"[..],
+            b"-9223372036854775809",
             &b"0123"[..],
             b"-0",
             b"+1",

@@ -494,6 +494,8 @@ pub fn parse_f64(arg: &[u8]) -> Option<f64> {
 }
 
 /// `arg` as a double if it is an optional minus sign and 1 to 15 digits.
+/// Not `parse_canonical_i64`: strtod also reads leading zeros (the
+/// zero-padded scores redis-benchmark sends) and `-0`.
 fn parse_short_integer(arg: &[u8]) -> Option<f64> {
     let (negative, digits) = match arg.split_first() {
         Some((b'-', rest)) => (true, rest),
