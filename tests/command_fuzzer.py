@@ -51,9 +51,9 @@ key for 5,000), and a shard's deadline index is charged by an upper bound
 that starts at a whole B-tree root node (640 bytes, see
 `keel_store::size_class::btree_bound`), which a key with a TTL alone in its
 shard does not share: measured up to 595 bytes per key with a handful of
-keys. The recount is only judged when the dataset figure is the
-same before and after it (a key may expire or be evicted meanwhile) and
-SCAN found every key INFO keyspace counts (a key past its TTL is counted in
+keys. The recount is only judged when the dataset figure and the key count,
+read by one INFO, are the same before and after it (a key may expire or be
+evicted meanwhile) and SCAN found every key INFO keyspace counts (a key past its TTL is counted in
 both until the expiry pass reclaims it, within 250 ms, but SCAN skips it).
 
 On a failure it prints the seed, the command number and the failed check,
@@ -851,7 +851,7 @@ class Session:
                                  f" {RSS_SETTLE_SECONDS:g} s after the command")
         self.worst_settled_rss = max(self.worst_settled_rss, rss)
         if recount:
-            self._check_recount(dataset)
+            self._check_recount()
 
     def rss_summary(self) -> str:
         budgets = MAXMEMORY + MAXMEMORY_CLIENTS + self.rss_overhead
@@ -872,12 +872,13 @@ class Session:
             raise Failure("alive", f"PING answered {pong!r}")
         return info_dict(memory)
 
-    def _check_recount(self, dataset_before):
+    def _check_recount(self):
+        before = self._dataset_and_keys()
         keys, total = self._recount()
-        dataset = int(info(self.checker, "memory")["used_memory_dataset"])
-        if dataset != dataset_before:
-            return  # something expired or was evicted meanwhile
-        if keys != self._keyspace_keys():
+        if self._dataset_and_keys() != before:
+            return  # something expired, was reclaimed or was evicted meanwhile
+        dataset, keyspace_keys = before
+        if keys != keyspace_keys:
             return  # a key past its TTL, counted until the expiry pass reclaims it, SCAN no longer shows
         slack = dataset - total
         if total > dataset or slack > RECOUNT_SLACK_PER_KEY * keys:
@@ -887,9 +888,15 @@ class Session:
         if keys:
             self.worst_recount_slack = max(self.worst_recount_slack, slack // keys)
 
-    def _keyspace_keys(self) -> int:
-        """Keys INFO keyspace counts in every database, expired ones not yet reclaimed included."""
-        return sum(int(info_fields(line)["keys"]) for line in info(self.checker, "keyspace").values())
+    def _dataset_and_keys(self) -> tuple[int, int]:
+        """used_memory_dataset and the keys INFO keyspace counts in every database (expired ones
+        not yet reclaimed included). Both are compared before and after a recount: a key
+        reclaimed after the last dataset read but before the key count used to be judged as a
+        recount missing the reclaimed key's bytes."""
+        fields = info(self.checker, "memory", "keyspace")
+        keys = sum(int(info_fields(value)["keys"]) for name, value in fields.items()
+                   if name.startswith("db") and name[2:].isdigit())
+        return int(fields["used_memory_dataset"]), keys
 
     def _recount(self) -> tuple[int, int]:
         """(keys, sum of MEMORY USAGE) over every database, on the checking connection."""
