@@ -530,19 +530,27 @@ impl<'a> Connection<'a> {
                     };
                     readable?;
                     if progress.read_buf.capacity() - progress.read_buf.len() < wanted {
-                        // Readiness can be reported with nothing to read yet
-                        // (a new socket is); only data is worth read space.
-                        if !socket.has_data()? {
-                            continue;
-                        }
                         // Reused space adds nothing to the budget, but a
                         // connection still waits while the budget is over
                         // (its MULTI queue, say, may have put it there).
                         let reclaimed = progress.reclaim_read_room(growth);
+                        // Readiness can be reported with nothing to read yet
+                        // (a new socket is); only data is worth new read
+                        // space. Reused space needs no look (a peek is a
+                        // syscall): the read finds out.
+                        if !reclaimed && !socket.has_data()? {
+                            continue;
+                        }
                         let more = if reclaimed { 0 } else { growth };
                         let pause = match first_read {
                             true => None,
+                            // Biased: admission is almost always at once, and
+                            // a `peer_closed` polled first on a readable socket
+                            // arms a timer, whose registration writes the
+                            // worker's wake-up descriptor (a syscall, and a
+                            // spurious wake-up) on every read that grows.
                             false => tokio::select! {
+                                biased;
                                 pause = budget.admit(id, more, may_take_token) => pause,
                                 closed = peer_closed(socket.socket()) => return closed.map(|()| Some(0)),
                             },

@@ -421,20 +421,23 @@ impl Stats {
             t.heavy_lane_waits += v(HEAVY_LANE_WAITS);
             t.output_limit_disconnections += v(OUTPUT_LIMIT_DISCONNECTIONS);
             t.rejected_connections += v(REJECTED_CONNECTIONS);
-            t.commands += local
-                .commands
-                .iter()
-                .map(|c| c[0].load(Ordering::Relaxed))
-                .sum::<u64>();
         }
+        t.commands = self.commands_run();
         t.expire_cycle_usec = self.latency(Series::Work(Work::ExpirePass)).sum_usec();
         t.eviction_usec = self.latency(Series::Work(Work::EvictionBatch)).sum_usec();
         t
     }
 
+    /// Commands run, on every thread.
+    fn commands_run(&self) -> u64 {
+        let threads = self.threads.lock();
+        let counts = threads.iter().flat_map(|local| local.commands.iter());
+        counts.map(|c| c[0].load(Ordering::Relaxed)).sum()
+    }
+
     /// Takes one throughput sample; called every 100 ms.
     pub fn sample_ops(&self, now_ms: u64) -> u64 {
-        let total = self.totals().commands;
+        let total = self.commands_run();
         let mut ops = self.ops.lock();
         let elapsed = now_ms.saturating_sub(ops.last_ms).max(1);
         let rate = total.saturating_sub(ops.last_total) * 1000 / elapsed;

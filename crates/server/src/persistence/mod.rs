@@ -114,20 +114,25 @@ pub struct Settings {
 impl Settings {
     pub fn of(config: &Config) -> Settings {
         let get = |name: &str| config.value(name);
-        let numbers: Vec<u64> = get("save")
-            .split_whitespace()
-            .filter_map(|n| n.parse().ok())
-            .collect();
         let dir = PathBuf::from(&config.dir);
         Settings {
             path: dir.join(get("dbfilename")),
             dir,
             compression: get("rdbcompression") == "yes",
             checksum: get("rdbchecksum") == "yes",
-            save_points: numbers.chunks_exact(2).map(|p| (p[0], p[1])).collect(),
+            save_points: save_points(&get("save")),
             stop_writes_on_error: get("stop-writes-on-bgsave-error") == "yes",
         }
     }
+}
+
+/// The (seconds, changes) pairs of a `save` directive's value.
+pub fn save_points(save: &str) -> Vec<(u64, u64)> {
+    let numbers: Vec<u64> = save
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    numbers.chunks_exact(2).map(|p| (p[0], p[1])).collect()
 }
 
 /// Redis's refusal of writes after a failed background save.

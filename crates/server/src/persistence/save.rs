@@ -536,13 +536,16 @@ pub fn start_bgsave(server: &Server) -> Result<(), NotStarted> {
 /// save with at least its changes made, unless the last one failed less
 /// than [`RETRY_DELAY_SECS`] ago.
 pub async fn run_schedule(server: Arc<Server>) {
+    // Found once: a tick reads this one directive, not every save setting
+    // looked up by name.
+    let save = crate::config::directive("save").expect("save is a directive");
     loop {
         crate::clock::sleep_until_next(Duration::from_millis(100)).await;
         let now = unix_ms() / 1000;
-        let settings = Settings::of(&server.config.read());
+        let save_points = super::save_points(&(save.get)(&server.config.read()));
         if server
             .persistence
-            .save_due(now, &settings.save_points, RETRY_DELAY_SECS)
+            .save_due(now, &save_points, RETRY_DELAY_SECS)
         {
             // A save already running is the only refusal, and then this
             // one is not needed.
