@@ -53,8 +53,9 @@ that starts at a whole B-tree root node (640 bytes, see
 shard does not share: measured up to 595 bytes per key with a handful of
 keys. The recount is only judged when the dataset figure and the key count,
 read by one INFO, are the same before and after it (a key may expire or be
-evicted meanwhile) and SCAN found every key INFO keyspace counts (a key past its TTL is counted in
-both until the expiry pass reclaims it, within 250 ms, but SCAN skips it).
+evicted meanwhile) and SCAN found every key INFO keyspace counts (a key past
+its TTL is counted in both until the expiry pass reclaims it, within 250 ms,
+but SCAN skips it).
 
 On a failure it prints the seed, the command number and the failed check,
 then shrinks: it replays the last `LOG_WINDOW` commands on fresh servers,
