@@ -475,7 +475,7 @@ pub fn parse_canonical_i64(bytes: &[u8]) -> Option<i64> {
     }
     // Summed as a negative number, which reaches i64::MIN; the digits are
     // checked already, so no UTF-8 check and no `str::parse` (every SET
-    // and every ZADD score comes through here).
+    // value and every INCR comes through here).
     let mut negated: i64 = 0;
     for &digit in digits {
         negated = negated
