@@ -35,8 +35,8 @@
 # run: a regression of several times, not a few percent. (Until round eleven
 # of issue 24 the limit was 1.75: LPUSH at P=16 then measured 1.29-1.60 on
 # unchanged code as the machine's load moved, see
-# bench/results/2026-11-26-issue24-round2.md. Since profile-guided builds its
-# guard runs have stayed under 1.1, see 2026-11-27-issue24-round11.md.)
+# bench/results/2026-11-26-issue24-round2.md. With the profile-guided build
+# the guard measured at most 1.02, see 2026-11-27-issue24-round11.md.)
 #
 # Defaults: 300000 requests at P=1, 3 rounds; IDLE_SECS (default 30),
 # SYSCALL_REQUESTS (default 20000) and TESTS (default "set get incr lpush hset
