@@ -199,7 +199,7 @@ quiet_floor() { grep -v -e "Could not fetch server CONFIG" -e '^$' >&2 || true; 
 # redis-benchmark's arguments for test $1.
 bench_args() {
   case $1 in
-    mget) echo "MGET key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__" ;;
+    mget) echo "$mget_ten_random_keys" ;;
     *) echo "-t $1" ;;
   esac
 }

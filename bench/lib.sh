@@ -14,6 +14,10 @@ require_built() {
   done
 }
 
+# redis-benchmark's command line for an MGET of 10 random keys, a test it
+# does not have (split it into words when passing it).
+mget_ten_random_keys="MGET$(printf ' key:__rand_int__%.0s' {1..10})"
+
 # A free TCP port on the loopback interface.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
