@@ -17,6 +17,9 @@
 # with +OK and do nothing else. A floor's CPU per request is what the kernel
 # and finding the end of each request cost under the same load, so its ratio
 # to Redis is the lowest ratio any server doing that I/O could reach here.
+# A third, `keel-floor --keyspace` (epoll), executes SET, GET and LPUSH on a
+# plain hash map and nothing more: the lowest ratio a server could reach
+# that does those commands (it runs those three only).
 #
 # Commands: SET, GET, INCR, LPUSH, HSET, ZADD, MSET (redis-benchmark's, 10
 # keys) and MGET of 10 random keys, at P=1 and P=16 (P=16 sends 4x the
@@ -51,15 +54,16 @@ set -euo pipefail
 # medians over the rounds.
 tables() {
   python3 - "$1" <<'PY'
-import json, statistics, sys
+import json, math, statistics, sys
 out = sys.argv[1]
 records = [json.loads(line) for line in open(f"{out}-records.txt") if line.startswith("{")]
 runs = [r for r in records if r["kind"] == "run"]
 idle = [r for r in records if r["kind"] == "idle"]
-servers = [s for s in ["redis", "keel-t1", "keel", "floor-epoll", "floor-uring"]
+servers = [s for s in ["redis", "keel-t1", "keel", "floor-epoll", "floor-uring", "floor-keyspace"]
            if any(r["server"] == s for r in runs)]
 titles = {"keel-t1": "keel --threads 1", "keel": "keel (default threads)",
-          "floor-epoll": "floor, epoll", "floor-uring": "floor, io_uring"}
+          "floor-epoll": "floor, epoll", "floor-uring": "floor, io_uring",
+          "floor-keyspace": "floor + keyspace"}
 def median(values):
     return statistics.median(values) if values else float("nan")
 def per(test, pipeline, server, field):
@@ -75,7 +79,8 @@ print("| command | P | redis | " + " | ".join(f"{titles[s]} | ratio" for s in se
 print("|---|---|---|" + "---|---|" * (len(servers) - 1))
 for test, pipeline in keys:
     r, *others = (per(test, pipeline, s, "cpu_us_per_req") for s in servers)
-    print(f"| {test.upper()} | {pipeline} | {r:.3f} | " + " | ".join(f"{o:.3f} | {o / r:.2f}" for o in others) + " |")
+    print(f"| {test.upper()} | {pipeline} | {r:.3f} | "
+          + " | ".join("– | –" if math.isnan(o) else f"{o:.3f} | {o / r:.2f}" for o in others) + " |")
 calls = [r for r in records if r["kind"] == "syscalls"]
 if calls:
     print("\n## Syscalls per request (strace -c, every thread, one run each)\n")
@@ -94,7 +99,7 @@ for test, pipeline in keys:
     for n in sorted({r["round"] for r in runs}):
         vals = [next((r["cpu_us_per_req"] for r in runs if (r["test"], r["pipeline"], r["server"], r["round"]) ==
                       (test, pipeline, s, n)), float("nan")) for s in servers]
-        cells.append(" / ".join(f"{v:.3f}" for v in vals))
+        cells.append(" / ".join("–" if math.isnan(v) else f"{v:.3f}" for v in vals))
     print(f"| {test.upper()} | {pipeline} | " + " | ".join(cells) + " |")
 if idle:
     print("\n## Idle\n")
@@ -151,7 +156,7 @@ case ${1:-} in
     rounds=${2:-3}
     out=${3:-$root/bench/results/cpu-per-op-$(date +%Y%m%d-%H%M%S)}
     tests=${TESTS:-set get incr lpush hset zadd mset mget}
-    servers=(redis keel-t1 keel floor-epoll floor-uring)
+    servers=(redis keel-t1 keel floor-epoll floor-uring floor-keyspace)
     ;;
 esac
 idle_secs=${IDLE_SECS:-30}
@@ -179,11 +184,13 @@ if [ $mode = full ]; then
   "$keel" --port "${port[keel]}" "${common[@]}" >/dev/null 2>&1 &
   pid[keel]=$!
   pids+=("${pid[keel]}")
-  for io in epoll uring; do
-    port[floor-$io]=$(free_port)
-    "$floor" --port "${port[floor-$io]}" --io $io >/dev/null 2>&1 &
-    pid[floor-$io]=$!
-    pids+=("${pid[floor-$io]}")
+  for floor_server in epoll uring keyspace; do
+    floor_args=(--io "$floor_server")
+    [ "$floor_server" = keyspace ] && floor_args=(--io epoll --keyspace)
+    port[floor-$floor_server]=$(free_port)
+    "$floor" --port "${port[floor-$floor_server]}" "${floor_args[@]}" >/dev/null 2>&1 &
+    pid[floor-$floor_server]=$!
+    pids+=("${pid[floor-$floor_server]}")
   done
 fi
 for server in "${servers[@]}"; do
@@ -216,6 +223,10 @@ run() {
   cpu1=$(cpu_ns "$p")
   python3 -c "import json; print(json.dumps({'kind': 'run', 'server': '$server', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'requests': $n, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
 }
+
+# Whether server $1 executes test $2: the keyspace floor runs SET, GET and
+# LPUSH only.
+executes() { [ "$1" != floor-keyspace ] || [[ " set get lpush " == *" $2 "* ]]; }
 
 # Syscalls per request of test $2 at pipeline $3 against server $1: strace -c
 # on every thread during a run of SYSCALL_REQUESTS; appends a JSON record with
@@ -253,7 +264,9 @@ for round in $(seq 1 "$rounds"); do
   for pipeline in 1 16; do
     for test in $tests; do
       for server in "${order[@]}"; do
-        run "$server" "$test" "$pipeline" "$round"
+        if executes "$server" "$test"; then
+          run "$server" "$test" "$pipeline" "$round"
+        fi
       done
     done
   done

@@ -10,9 +10,10 @@
 # syscalls, a large share at P=1): cpu-per-op.sh's syscall counts cover
 # that.
 #
-# redis-server, keel-server --threads 1 and keel-floor (the server that
-# answers +OK and does nothing else, crates/bench/src/bin/keel-floor.rs) run
-# in turn under callgrind. For each command and pipeline depth,
+# redis-server, keel-server --threads 1, keel-floor (the server that
+# answers +OK and does nothing else, crates/bench/src/bin/keel-floor.rs) and
+# `keel-floor --keyspace` (SET, GET and LPUSH on a plain hash map, those
+# three only) run in turn under callgrind. For each command and pipeline depth,
 # redis-benchmark (-c 50 -r 100000) warms the server up with 200,000
 # requests of the command at P=16, so that the keys exist and the tables
 # have grown (as in cpu-per-op.sh's longer runs); then the counters are
@@ -66,12 +67,13 @@ print(total - timed)'
 
 record "# instructions-per-op $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse HEAD)"
 record "requests=$requests (x4 at P=16) tests=$tests; keel=$keel; $(redis-server --version); $(valgrind --version)"
-for server in redis keel-t1 floor; do
+for server in redis keel-t1 floor floor-keyspace; do
   port=$(free_port)
   case $server in
     redis) set -- redis-server --port "$port" --save "" --appendonly no ;;
     keel-t1) set -- "$keel" --port "$port" --threads 1 --maxmemory 0 ;;
     floor) set -- "$floor" --port "$port" ;;
+    floor-keyspace) set -- "$floor" --port "$port" --keyspace ;;
   esac
   valgrind --tool=callgrind --callgrind-out-file="$work/$server.%p" "$@" >"$work/$server.log" 2>&1 &
   pid=$!
@@ -80,6 +82,9 @@ for server in redis keel-t1 floor; do
   wait_port "$port" 60
   for pipeline in $pipelines; do
     for test in $tests; do
+      if [ $server = floor-keyspace ] && [[ " set get lpush " != *" $test "* ]]; then
+        continue
+      fi
       n=$requests
       [ "$pipeline" -gt 1 ] && n=$((requests * 4))
       redis-benchmark -p "$port" -c 50 -r 100000 -n 200000 -P 16 -q -t "$test" >/dev/null 2>&1
@@ -100,11 +105,13 @@ for line in open(sys.argv[1]):
     server, test, pipeline, n, instructions = line.split()
     per[(server, test, int(pipeline))] = int(instructions) / int(n)
 print("\n## Instructions per request (user space, less time-driven work)\n")
-print("| command | P | redis | keel --threads 1 | ratio | floor | ratio |")
-print("|---|---|---|---|---|---|---|")
+print("| command | P | redis | keel --threads 1 | ratio | floor | ratio | floor + keyspace | ratio |")
+print("|---|---|---|---|---|---|---|---|---|")
+def cells(count, redis):
+    return "– | –" if count is None else f"{count:.0f} | {count / redis:.2f}"
 for (server, test, pipeline) in per:
     if server != "redis":
         continue
-    r, k, f = (per[(s, test, pipeline)] for s in ("redis", "keel-t1", "floor"))
-    print(f"| {test.upper()} | {pipeline} | {r:.0f} | {k:.0f} | {k / r:.2f} | {f:.0f} | {f / r:.2f} |")
+    r, k, f, fk = (per.get((s, test, pipeline)) for s in ("redis", "keel-t1", "floor", "floor-keyspace"))
+    print(f"| {test.upper()} | {pipeline} | {r:.0f} | {cells(k, r)} | {cells(f, r)} | {cells(fk, r)} |")
 PY

@@ -28,7 +28,7 @@ pub use decode::{decode, take_replies, DecodeError, MAX_NESTING};
 pub use double::format_double;
 pub use frame::Frame;
 pub use request::{
-    complete_requests, split_words, Limits, ProtocolError, RequestDecoder, DEFAULT_MAX_BULK_LEN,
-    MAX_AHEAD, MAX_INLINE_LEN, MAX_MULTIBULK_LEN,
+    complete_requests, split_words, walk_complete_requests, Limits, ProtocolError, RequestDecoder,
+    Walked, DEFAULT_MAX_BULK_LEN, MAX_AHEAD, MAX_INLINE_LEN, MAX_MULTIBULK_LEN,
 };
 pub use writer::{Protocol, ReplyLimit, ReplyRoom, Writer};

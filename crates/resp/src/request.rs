@@ -547,8 +547,31 @@ fn header_len(
 /// and at an inline request. For a server that only needs to know where
 /// requests end (`keel-floor`).
 pub fn complete_requests(buf: &[u8]) -> (usize, usize) {
+    walk_complete_requests(buf, |_| {})
+}
+
+/// A step of [`walk_complete_requests`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Walked {
+    /// The argument at this index of its request is at these bytes of the
+    /// buffer.
+    Argument(usize, Range<usize>),
+    /// The request whose arguments came last is complete.
+    RequestEnd,
+}
+
+/// [`complete_requests`], telling `visit` where each argument is as it is
+/// read, and when a request is complete. The last request's arguments may
+/// come without an end, when it is incomplete: a visitor that keeps them
+/// starts afresh at each argument 0. For a server that executes requests
+/// in place (`keel-floor --keyspace`).
+pub fn walk_complete_requests(buf: &[u8], mut visit: impl FnMut(Walked)) -> (usize, usize) {
     let (mut count, mut end) = (0, 0);
-    while let Some(len) = walk_request(&buf[end..], MAX_MULTIBULK_LEN, |_, _| Some(())) {
+    while let Some(len) = walk_request(&buf[end..], MAX_MULTIBULK_LEN, |index, at| {
+        visit(Walked::Argument(index, end + at.start..end + at.end));
+        Some(())
+    }) {
+        visit(Walked::RequestEnd);
         count += 1;
         end += len;
     }
@@ -849,6 +872,31 @@ mod tests {
             complete_requests(b"*1\r\n$x\r\nPING\r\n"),
             (0, 0),
             "malformed"
+        );
+    }
+
+    #[test]
+    fn a_walk_gives_each_argument_where_it_is_and_each_complete_request_its_end() {
+        let buf = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$2\r\nke";
+        let mut walked = Vec::new();
+        let (count, taken) = walk_complete_requests(buf, |step| walked.push(step));
+        let text = |at: &Range<usize>| std::str::from_utf8(&buf[at.clone()]).unwrap();
+        let steps: Vec<String> = walked
+            .iter()
+            .map(|step| match step {
+                Walked::Argument(index, at) => format!("{index}:{}", text(at)),
+                Walked::RequestEnd => "end".to_string(),
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            ["0:GET", "1:k", "end", "0:PING", "end", "0:GET"],
+            "the cut-short GET has no end"
+        );
+        assert_eq!((count, taken), complete_requests(buf));
+        assert_eq!(
+            taken,
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n".len()
         );
     }
 

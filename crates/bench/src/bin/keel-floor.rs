@@ -19,18 +19,30 @@
 //!   (bench/results/2026-11-27-issue24-round6.md): what the per-core
 //!   throughput work can expect of io_uring.
 //!
+//! With `--keyspace` it executes SET, GET and LPUSH instead of answering
+//! `+OK`: on one standard hash map of owned keys, strings and lists, with
+//! nothing else (no expiry, no memory accounting, no eviction, no access
+//! control, no statistics, no command table). That is the least a server
+//! can spend per request and still do what those commands do, so it says
+//! what ratio to Redis any design could reach here on them
+//! (bench/results/2026-11-28-issue24-round12.md). Other commands get an
+//! error.
+//!
 //! A connection that sends more than [`MAX_UNANSWERED`] bytes without a
 //! complete request (an inline command, say, which this server does not
 //! parse) is closed.
 //!
-//!     keel-floor --port PORT [--io epoll|uring]
+//!     keel-floor --port PORT [--io epoll|uring] [--keyspace]
 
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::process::ExitCode;
 
 use io_uring::{opcode, squeue, types, IoUring};
+use keel_resp::Walked;
 
 /// Bytes read at a time, per connection.
 const READ_SIZE: usize = 16 * 1024;
@@ -59,14 +71,22 @@ impl Buffers {
         }
     }
 
-    /// Answers every complete request received and drops it from `input`;
-    /// false if what is left is more than [`MAX_UNANSWERED`] bytes.
-    fn answer(&mut self) -> bool {
-        let (answered, taken) = keel_resp::complete_requests(&self.input[self.start..self.end]);
+    /// Answers every complete request received (executing it on
+    /// `keyspace` if there is one) and drops it from `input`; false if what
+    /// is left is more than [`MAX_UNANSWERED`] bytes.
+    fn answer(&mut self, keyspace: Option<&mut Keyspace>) -> bool {
+        let received = &self.input[self.start..self.end];
+        let taken = match keyspace {
+            Some(keyspace) => keyspace.execute_all(received, &mut self.output),
+            None => {
+                let (answered, taken) = keel_resp::complete_requests(received);
+                for _ in 0..answered {
+                    self.output.extend_from_slice(REPLY);
+                }
+                taken
+            }
+        };
         self.start += taken;
-        for _ in 0..answered {
-            self.output.extend_from_slice(REPLY);
-        }
         self.end - self.start <= MAX_UNANSWERED
     }
 
@@ -88,24 +108,102 @@ impl Buffers {
     }
 }
 
+/// `--keyspace`'s store: each key's string or list, and the arguments of
+/// the request being read, as positions in the connection's input.
+#[derive(Default)]
+struct Keyspace {
+    keys: HashMap<Vec<u8>, Value>,
+    arguments: Vec<Range<usize>>,
+}
+
+enum Value {
+    String(Vec<u8>),
+    List(VecDeque<Vec<u8>>),
+}
+
+const WRONGTYPE: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+
+impl Keyspace {
+    /// Executes every complete request in `received`, replying into
+    /// `output`; returns the bytes they took.
+    fn execute_all(&mut self, received: &[u8], output: &mut Vec<u8>) -> usize {
+        let (_, taken) = keel_resp::walk_complete_requests(received, |step| match step {
+            Walked::Argument(0, at) => {
+                self.arguments.clear();
+                self.arguments.push(at);
+            }
+            Walked::Argument(_, at) => self.arguments.push(at),
+            Walked::RequestEnd => self.execute(received, output),
+        });
+        taken
+    }
+
+    fn execute(&mut self, received: &[u8], output: &mut Vec<u8>) {
+        let argument = |index: usize| &received[self.arguments[index].clone()];
+        let (name, count) = (argument(0), self.arguments.len());
+        if name.eq_ignore_ascii_case(b"SET") && count == 3 {
+            let (key, value) = (argument(1), argument(2));
+            match self.keys.get_mut(key) {
+                Some(Value::String(held)) => {
+                    held.clear();
+                    held.extend_from_slice(value);
+                }
+                Some(other) => *other = Value::String(value.to_vec()),
+                None => {
+                    self.keys
+                        .insert(key.to_vec(), Value::String(value.to_vec()));
+                }
+            }
+            output.extend_from_slice(b"+OK\r\n");
+        } else if name.eq_ignore_ascii_case(b"GET") && count == 2 {
+            match self.keys.get(argument(1)) {
+                Some(Value::String(value)) => {
+                    write!(output, "${}\r\n", value.len()).expect("a Vec takes every write");
+                    output.extend_from_slice(value);
+                    output.extend_from_slice(b"\r\n");
+                }
+                Some(Value::List(_)) => output.extend_from_slice(WRONGTYPE),
+                None => output.extend_from_slice(b"$-1\r\n"),
+            }
+        } else if name.eq_ignore_ascii_case(b"LPUSH") && count >= 3 {
+            let key = argument(1);
+            if !self.keys.contains_key(key) {
+                self.keys.insert(key.to_vec(), Value::List(VecDeque::new()));
+            }
+            match self.keys.get_mut(key) {
+                Some(Value::List(list)) => {
+                    for index in 2..count {
+                        list.push_front(argument(index).to_vec());
+                    }
+                    write!(output, ":{}\r\n", list.len()).expect("a Vec takes every write");
+                }
+                _ => output.extend_from_slice(WRONGTYPE),
+            }
+        } else {
+            output.extend_from_slice(b"-ERR keel-floor executes SET, GET and LPUSH only\r\n");
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut port, mut io) = (None, "epoll".to_string());
-    let mut words = args.iter();
+    let usage = "usage: keel-floor --port PORT [--io epoll|uring] [--keyspace]";
+    let (mut port, mut io, mut keyspace) = (None, "epoll".to_string(), None);
+    let mut words = std::env::args().skip(1);
     while let Some(flag) = words.next() {
-        match (flag.as_str(), words.next()) {
-            ("--port", Some(value)) => port = value.parse::<u16>().ok(),
-            ("--io", Some(value)) => io = value.clone(),
+        match flag.as_str() {
+            "--port" => port = words.next().and_then(|value| value.parse::<u16>().ok()),
+            "--io" => io = words.next().unwrap_or_default(),
+            "--keyspace" => keyspace = Some(Keyspace::default()),
             _ => port = None,
         }
     }
     let Some(port) = port else {
-        eprintln!("usage: keel-floor --port PORT [--io epoll|uring]");
+        eprintln!("{usage}");
         return ExitCode::from(2);
     };
     let served = TcpListener::bind(("127.0.0.1", port)).and_then(|listener| match io.as_str() {
-        "epoll" => serve_epoll(listener),
-        "uring" => serve_uring(listener),
+        "epoll" => serve_epoll(listener, keyspace),
+        "uring" => serve_uring(listener, keyspace),
         other => Err(io::Error::new(
             ErrorKind::InvalidInput,
             format!("unknown --io {other}: epoll or uring"),
@@ -157,7 +255,7 @@ struct Polled {
     awaiting_writable: bool,
 }
 
-fn serve_epoll(listener: TcpListener) -> io::Result<()> {
+fn serve_epoll(listener: TcpListener, mut keyspace: Option<Keyspace>) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     // SAFETY: a plain syscall; the descriptor is owned by `_epoll` below.
     let epoll = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
@@ -188,9 +286,9 @@ fn serve_epoll(listener: TcpListener) -> io::Result<()> {
                 continue;
             }
             let slot = &mut connections[token as usize];
-            let keep = slot
-                .as_mut()
-                .is_some_and(|connection| serve_polled(epoll, token, connection).unwrap_or(false));
+            let keep = slot.as_mut().is_some_and(|connection| {
+                serve_polled(epoll, token, connection, keyspace.as_mut()).unwrap_or(false)
+            });
             if !keep {
                 *slot = None;
             }
@@ -228,7 +326,12 @@ fn accept_polled(
 }
 
 /// One read and one write; false once the connection is done.
-fn serve_polled(epoll: RawFd, token: u64, connection: &mut Polled) -> io::Result<bool> {
+fn serve_polled(
+    epoll: RawFd,
+    token: u64,
+    connection: &mut Polled,
+    keyspace: Option<&mut Keyspace>,
+) -> io::Result<bool> {
     let Polled {
         stream, buffers, ..
     } = connection;
@@ -238,7 +341,7 @@ fn serve_polled(epoll: RawFd, token: u64, connection: &mut Polled) -> io::Result
         Err(error) if error.kind() == ErrorKind::WouldBlock => {}
         Err(error) => return Err(error),
     }
-    if !buffers.answer() {
+    if !buffers.answer(keyspace) {
         return Ok(false);
     }
     if !buffers.output.is_empty() {
@@ -338,7 +441,7 @@ fn send(ring: &mut IoUring, index: usize, connection: &mut Ringed) -> io::Result
     push(ring, entry)
 }
 
-fn serve_uring(listener: TcpListener) -> io::Result<()> {
+fn serve_uring(listener: TcpListener, mut keyspace: Option<Keyspace>) -> io::Result<()> {
     let mut ring = IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
@@ -401,7 +504,7 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
                         connection.closed = true;
                     } else {
                         connection.buffers.keep(result as usize);
-                        if connection.buffers.answer() {
+                        if connection.buffers.answer(keyspace.as_mut()) {
                             send(&mut ring, index, connection)?;
                             receive(&mut ring, index, connection)?;
                         } else {
@@ -424,5 +527,60 @@ fn serve_uring(listener: TcpListener) -> io::Result<()> {
                 connections[index] = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `received` through a keyspace as one read: the replies, and
+    /// the bytes the complete requests took.
+    fn execute(keyspace: &mut Keyspace, received: &[u8]) -> (String, usize) {
+        let mut output = Vec::new();
+        let taken = keyspace.execute_all(received, &mut output);
+        (String::from_utf8(output).unwrap(), taken)
+    }
+
+    #[test]
+    fn the_keyspace_floor_replies_to_set_get_and_lpush_as_redis_does() {
+        let mut keyspace = Keyspace::default();
+        let requests = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n\
+            *2\r\n$3\r\nget\r\n$1\r\nk\r\n\
+            *3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nw\r\n\
+            *2\r\n$3\r\nGET\r\n$1\r\nk\r\n\
+            *2\r\n$3\r\nGET\r\n$7\r\nmissing\r\n\
+            *4\r\n$5\r\nLPUSH\r\n$1\r\nl\r\n$1\r\na\r\n$1\r\nb\r\n\
+            *3\r\n$5\r\nLPUSH\r\n$1\r\nl\r\n$1\r\nc\r\n\
+            *2\r\n$3\r\nGET\r\n$1\r\nl\r\n\
+            *3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nx\r\n\
+            *1\r\n$4\r\nPING\r\n";
+        let (replies, taken) = execute(&mut keyspace, requests);
+        let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+        let expected = [
+            "+OK\r\n",
+            "$2\r\nv1\r\n",
+            "+OK\r\n",
+            "$1\r\nw\r\n",
+            "$-1\r\n",
+            ":2\r\n",
+            ":3\r\n",
+            wrongtype,
+            wrongtype,
+            "-ERR keel-floor executes SET, GET and LPUSH only\r\n",
+        ];
+        assert_eq!(replies, expected.concat());
+        assert_eq!(taken, requests.len());
+    }
+
+    #[test]
+    fn a_request_cut_between_reads_runs_once_it_is_whole() {
+        let mut keyspace = Keyspace::default();
+        let whole = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        let cut = whole.len() - 4;
+        let (replies, taken) = execute(&mut keyspace, &whole[..cut]);
+        assert_eq!((replies.as_str(), taken), ("+OK\r\n", 27), "the GET waits");
+        let (replies, taken) = execute(&mut keyspace, &whole[taken..]);
+        assert_eq!((replies.as_str(), taken), ("$1\r\nv\r\n", whole.len() - 27));
     }
 }
