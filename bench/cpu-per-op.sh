@@ -12,12 +12,13 @@
 # the counts are what matters), and each server's CPU over IDLE_SECS with no
 # client at all.
 #
-# Beside them run two floors, `keel-floor --io epoll` and `--io uring`
-# (crates/bench/src/bin/keel-floor.rs): servers that answer every request
-# with +OK and do nothing else. A floor's CPU per request is what the kernel
-# and finding the end of each request cost under the same load, so its ratio
-# to Redis is the lowest ratio any server doing that I/O could reach here.
-# A third, `keel-floor --keyspace` (epoll), executes SET, GET and LPUSH on a
+# Beside them run three floors, `keel-floor --io epoll`, `--io tokio` and
+# `--io uring` (crates/bench/src/bin/keel-floor.rs): servers that answer
+# every request with +OK and do nothing else. A floor's CPU per request is
+# what the kernel and finding the end of each request cost under the same
+# load, so its ratio to Redis is the lowest ratio any server doing that I/O
+# could reach here; the tokio floor's is what keel's runtime adds to it.
+# A fourth, `keel-floor --keyspace` (epoll), executes SET, GET and LPUSH on a
 # plain hash map and nothing more: the lowest ratio a server could reach
 # that does those commands (it runs those three only).
 #
@@ -59,10 +60,10 @@ out = sys.argv[1]
 records = [json.loads(line) for line in open(f"{out}-records.txt") if line.startswith("{")]
 runs = [r for r in records if r["kind"] == "run"]
 idle = [r for r in records if r["kind"] == "idle"]
-servers = [s for s in ["redis", "keel-t1", "keel", "floor-epoll", "floor-uring", "floor-keyspace"]
+servers = [s for s in ["redis", "keel-t1", "keel", "floor-epoll", "floor-tokio", "floor-uring", "floor-keyspace"]
            if any(r["server"] == s for r in runs)]
 titles = {"keel-t1": "keel --threads 1", "keel": "keel (default threads)",
-          "floor-epoll": "floor, epoll", "floor-uring": "floor, io_uring",
+          "floor-epoll": "floor, epoll", "floor-tokio": "floor, tokio", "floor-uring": "floor, io_uring",
           "floor-keyspace": "floor + keyspace"}
 def median(values):
     return statistics.median(values) if values else float("nan")
@@ -156,7 +157,7 @@ case ${1:-} in
     rounds=${2:-3}
     out=${3:-$root/bench/results/cpu-per-op-$(date +%Y%m%d-%H%M%S)}
     tests=${TESTS:-set get incr lpush hset zadd mset mget}
-    servers=(redis keel-t1 keel floor-epoll floor-uring floor-keyspace)
+    servers=(redis keel-t1 keel floor-epoll floor-tokio floor-uring floor-keyspace)
     ;;
 esac
 idle_secs=${IDLE_SECS:-30}
@@ -184,7 +185,7 @@ if [ $mode = full ]; then
   "$keel" --port "${port[keel]}" "${common[@]}" >/dev/null 2>&1 &
   pid[keel]=$!
   pids+=("${pid[keel]}")
-  for floor_server in epoll uring keyspace; do
+  for floor_server in epoll tokio uring keyspace; do
     floor_args=(--io "$floor_server")
     [ "$floor_server" = keyspace ] && floor_args=(--io epoll --keyspace)
     port[floor-$floor_server]=$(free_port)

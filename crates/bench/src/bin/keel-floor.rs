@@ -9,9 +9,13 @@
 //! load, so that keel's ratio to Redis can be read against the lowest ratio
 //! any server could reach with the same I/O.
 //!
-//! Two kinds of I/O:
-//! - `epoll`, as Redis and keel do it: `epoll_wait`, then for each ready
+//! Three kinds of I/O:
+//! - `epoll`, as Redis does it: `epoll_wait`, then for each ready
 //!   connection one read and one write;
+//! - `tokio`, as each keel worker does it: tokio's current-thread runtime
+//!   (an event interval of 16), a task per connection waiting for its
+//!   socket to be readable, a short read clearing the readiness so that no
+//!   empty read follows. What the runtime adds to plain epoll;
 //! - `uring`: io_uring (single issuer, task work deferred to the wait),
 //!   where one `io_uring_enter` both hands the kernel every connection's
 //!   next receive and send and waits for completions. It makes a tenth of
@@ -32,14 +36,16 @@
 //! complete request (an inline command, say, which this server does not
 //! parse) is closed.
 //!
-//!     keel-floor --port PORT [--io epoll|uring] [--keyspace]
+//!     keel-floor --port PORT [--io epoll|tokio|uring] [--keyspace]
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use io_uring::{opcode, squeue, types, IoUring};
 use keel_resp::Walked;
@@ -186,7 +192,7 @@ impl Keyspace {
 }
 
 fn main() -> ExitCode {
-    let usage = "usage: keel-floor --port PORT [--io epoll|uring] [--keyspace]";
+    let usage = "usage: keel-floor --port PORT [--io epoll|tokio|uring] [--keyspace]";
     let (mut port, mut io, mut keyspace) = (None, "epoll".to_string(), None);
     let mut words = std::env::args().skip(1);
     while let Some(flag) = words.next() {
@@ -203,10 +209,11 @@ fn main() -> ExitCode {
     };
     let served = TcpListener::bind(("127.0.0.1", port)).and_then(|listener| match io.as_str() {
         "epoll" => serve_epoll(listener, keyspace),
+        "tokio" => serve_tokio(listener, keyspace),
         "uring" => serve_uring(listener, keyspace),
         other => Err(io::Error::new(
             ErrorKind::InvalidInput,
-            format!("unknown --io {other}: epoll or uring"),
+            format!("unknown --io {other}: epoll, tokio or uring"),
         )),
     });
     match served {
@@ -364,6 +371,90 @@ fn serve_polled(
         connection.awaiting_writable = pending;
     }
     Ok(true)
+}
+
+/// Tasks between two looks for socket events, as in a keel worker
+/// (`WORKER_EVENT_INTERVAL` in keel-server).
+const TOKIO_EVENT_INTERVAL: u32 = 16;
+
+fn serve_tokio(listener: TcpListener, keyspace: Option<Keyspace>) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .event_interval(TOKIO_EVENT_INTERVAL)
+        .build()?;
+    let keyspace = Rc::new(RefCell::new(keyspace));
+    tokio::task::LocalSet::new().block_on(&runtime, async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            let (stream, _) = listener.accept().await?;
+            stream.set_nodelay(true)?;
+            tokio::task::spawn_local(serve_task(stream, keyspace.clone()));
+        }
+    })
+}
+
+/// One connection's task: one read and one write per wake-up, until the
+/// peer closes or fails.
+async fn serve_task(stream: tokio::net::TcpStream, keyspace: Rc<RefCell<Option<Keyspace>>>) {
+    let mut buffers = Buffers::new();
+    loop {
+        match read_clearing_readiness(&stream, &mut buffers).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => buffers.keep(read),
+        }
+        if !buffers.answer(keyspace.borrow_mut().as_mut()) {
+            return;
+        }
+        while !buffers.output.is_empty() {
+            match stream.try_write(&buffers.output) {
+                Ok(written) => drop(buffers.output.drain(..written)),
+                Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                    if stream.writable().await.is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Waits for data and reads it (0: the peer closed). A read that leaves
+/// room in the buffer drained the socket, so it clears the readiness
+/// itself, as keel's `read_available` does: tokio would otherwise wake the
+/// task again only for a read that finds nothing.
+async fn read_clearing_readiness(
+    stream: &tokio::net::TcpStream,
+    buffers: &mut Buffers,
+) -> io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        let mut drained = None;
+        let read = stream.try_io(tokio::io::Interest::READABLE, || {
+            let spare = buffers.spare();
+            // SAFETY: `spare` is writable for its length and outlives the call.
+            let read = unsafe {
+                libc::recv(
+                    stream.as_raw_fd(),
+                    spare.as_mut_ptr().cast(),
+                    spare.len(),
+                    0,
+                )
+            };
+            let read = usize::try_from(read).map_err(|_| io::Error::last_os_error())?;
+            if read > 0 && read < spare.len() {
+                drained = Some(read);
+                return Err(ErrorKind::WouldBlock.into());
+            }
+            Ok(read)
+        });
+        match (drained, read) {
+            (Some(read), _) => return Ok(read),
+            (None, Err(error)) if error.kind() == ErrorKind::WouldBlock => continue,
+            (None, read) => return read,
+        }
+    }
 }
 
 /// What a completion finished, in the low bits of its user data; the
