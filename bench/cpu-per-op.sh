@@ -225,9 +225,8 @@ run() {
   python3 -c "import json; print(json.dumps({'kind': 'run', 'server': '$server', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'requests': $n, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
 }
 
-# Whether server $1 executes test $2: the keyspace floor runs SET, GET and
-# LPUSH only.
-executes() { [ "$1" != floor-keyspace ] || [[ " set get lpush " == *" $2 "* ]]; }
+# Whether server $1 executes test $2 (the keyspace floor runs three).
+executes() { [ "$1" != floor-keyspace ] || keyspace_floor_executes "$2"; }
 
 # Syscalls per request of test $2 at pipeline $3 against server $1: strace -c
 # on every thread during a run of SYSCALL_REQUESTS; appends a JSON record with

@@ -82,7 +82,7 @@ for server in redis keel-t1 floor floor-keyspace; do
   wait_port "$port" 60
   for pipeline in $pipelines; do
     for test in $tests; do
-      if [ $server = floor-keyspace ] && [[ " set get lpush " != *" $test "* ]]; then
+      if [ $server = floor-keyspace ] && ! keyspace_floor_executes "$test"; then
         continue
       fi
       n=$requests

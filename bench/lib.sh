@@ -18,6 +18,10 @@ require_built() {
 # does not have (split it into words when passing it).
 mget_ten_random_keys="MGET$(printf ' key:__rand_int__%.0s' {1..10})"
 
+# Whether `keel-floor --keyspace` executes redis-benchmark's test $1: it
+# runs SET, GET and LPUSH only (crates/bench/src/bin/keel-floor.rs).
+keyspace_floor_executes() { [[ " set get lpush " == *" $1 "* ]]; }
+
 # A free TCP port on the loopback interface.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -26,9 +26,11 @@
 //! With `--keyspace` it executes SET, GET and LPUSH instead of answering
 //! `+OK`: on one standard hash map of owned keys, strings and lists, with
 //! nothing else (no expiry, no memory accounting, no eviction, no access
-//! control, no statistics, no command table). That is the least a server
-//! can spend per request and still do what those commands do, so it says
-//! what ratio to Redis any design could reach here on them
+//! control, no statistics, no command table). It is a plain implementation,
+//! not a proven minimum (a faster hasher, or no allocation per list
+//! element, would save a little), but what it spends per request is about
+//! the least a server that does those commands can spend, so its ratio to
+//! Redis says how low a real server's can go here
 //! (bench/results/2026-11-28-issue24-round12.md). Other commands get an
 //! error.
 //!
