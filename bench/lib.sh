@@ -19,8 +19,8 @@ require_built() {
 mget_ten_random_keys="MGET$(printf ' key:__rand_int__%.0s' {1..10})"
 
 # Whether `keel-floor --keyspace` executes redis-benchmark's test $1: it
-# runs SET, GET and LPUSH only (crates/bench/src/bin/keel-floor.rs).
-keyspace_floor_executes() { [[ " set get lpush " == *" $1 "* ]]; }
+# runs SET, MSET, GET and LPUSH only (crates/bench/src/bin/keel-floor.rs).
+keyspace_floor_executes() { [[ " set mset get lpush " == *" $1 "* ]]; }
 
 # A free TCP port on the loopback interface.
 free_port() {

@@ -23,7 +23,7 @@
 //!   (bench/results/2026-11-27-issue24-round6.md): what the per-core
 //!   throughput work can expect of io_uring.
 //!
-//! With `--keyspace` it executes SET, GET and LPUSH instead of answering
+//! With `--keyspace` it executes SET, MSET, GET and LPUSH instead of answering
 //! `+OK`: on one standard hash map of owned keys, strings and lists, with
 //! nothing else (no expiry, no memory accounting, no eviction, no access
 //! control, no statistics, no command table). It is a plain implementation,
@@ -150,17 +150,11 @@ impl Keyspace {
         let argument = |index: usize| &received[self.arguments[index].clone()];
         let (name, count) = (argument(0), self.arguments.len());
         if name.eq_ignore_ascii_case(b"SET") && count == 3 {
-            let (key, value) = (argument(1), argument(2));
-            match self.keys.get_mut(key) {
-                Some(Value::String(held)) => {
-                    held.clear();
-                    held.extend_from_slice(value);
-                }
-                Some(other) => *other = Value::String(value.to_vec()),
-                None => {
-                    self.keys
-                        .insert(key.to_vec(), Value::String(value.to_vec()));
-                }
+            set(&mut self.keys, argument(1), argument(2));
+            output.extend_from_slice(b"+OK\r\n");
+        } else if name.eq_ignore_ascii_case(b"MSET") && count >= 3 && count % 2 == 1 {
+            for pair in (1..count).step_by(2) {
+                set(&mut self.keys, argument(pair), argument(pair + 1));
             }
             output.extend_from_slice(b"+OK\r\n");
         } else if name.eq_ignore_ascii_case(b"GET") && count == 2 {
@@ -188,7 +182,21 @@ impl Keyspace {
                 _ => output.extend_from_slice(WRONGTYPE),
             }
         } else {
-            output.extend_from_slice(b"-ERR keel-floor executes SET, GET and LPUSH only\r\n");
+            output.extend_from_slice(b"-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n");
+        }
+    }
+}
+
+/// Makes `key` the string `value`, in the string's own buffer if it is one.
+fn set(keys: &mut HashMap<Vec<u8>, Value>, key: &[u8], value: &[u8]) {
+    match keys.get_mut(key) {
+        Some(Value::String(held)) => {
+            held.clear();
+            held.extend_from_slice(value);
+        }
+        Some(other) => *other = Value::String(value.to_vec()),
+        None => {
+            keys.insert(key.to_vec(), Value::String(value.to_vec()));
         }
     }
 }
@@ -636,7 +644,7 @@ mod tests {
     }
 
     #[test]
-    fn the_keyspace_floor_replies_to_set_get_and_lpush_as_redis_does() {
+    fn the_keyspace_floor_replies_as_redis_does_to_what_it_executes() {
         let mut keyspace = Keyspace::default();
         let requests = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n\
             *2\r\n$3\r\nget\r\n$1\r\nk\r\n\
@@ -647,7 +655,10 @@ mod tests {
             *3\r\n$5\r\nLPUSH\r\n$1\r\nl\r\n$1\r\nc\r\n\
             *2\r\n$3\r\nGET\r\n$1\r\nl\r\n\
             *3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nx\r\n\
-            *1\r\n$4\r\nPING\r\n";
+            *1\r\n$4\r\nPING\r\n\
+            *5\r\n$4\r\nMSET\r\n$1\r\nk\r\n$1\r\nm\r\n$1\r\nn\r\n$1\r\no\r\n\
+            *2\r\n$3\r\nGET\r\n$1\r\nn\r\n\
+            *4\r\n$4\r\nMSET\r\n$1\r\nk\r\n$1\r\nm\r\n$1\r\nn\r\n";
         let (replies, taken) = execute(&mut keyspace, requests);
         let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
         let expected = [
@@ -660,7 +671,10 @@ mod tests {
             ":3\r\n",
             wrongtype,
             wrongtype,
-            "-ERR keel-floor executes SET, GET and LPUSH only\r\n",
+            "-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n",
+            "+OK\r\n",
+            "$1\r\no\r\n",
+            "-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n",
         ];
         assert_eq!(replies, expected.concat());
         assert_eq!(taken, requests.len());
