@@ -144,6 +144,12 @@ impl<'a> Db<'a> {
     /// deadlocking.
     pub fn write_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> MultiWrite<'a> {
         let keys: Vec<Key> = keys.iter().map(|k| self.key(k.as_ref())).collect();
+        self.write_many_keys(&keys)
+    }
+
+    /// [`Db::write_many`] of keys hashed already ([`Db::key`]): a caller
+    /// that goes on to find each key in the guards (MSET) hashes it once.
+    pub fn write_many_keys(&self, keys: &[Key]) -> MultiWrite<'a> {
         let mut indexes: Vec<usize> = keys.iter().map(|&k| self.shard_index(k)).collect();
         indexes.sort_unstable();
         indexes.dedup();
@@ -151,7 +157,7 @@ impl<'a> Db<'a> {
             db: *self,
             guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
         };
-        self.prefetch_locked(&keys, &locked.guards, |write| -> &Shard { &write.guard });
+        self.prefetch_locked(keys, &locked.guards, |write| -> &Shard { &write.guard });
         locked
     }
 

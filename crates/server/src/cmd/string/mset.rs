@@ -6,7 +6,7 @@
 //! once the shards are released.
 
 use bytes::Bytes;
-use keel_store::Entry;
+use keel_store::{Entry, Key};
 
 use crate::cmd::context::{Ctx, Error, Events, Spec, BASE};
 
@@ -62,21 +62,19 @@ fn set_all(ctx: &mut Ctx, args: &[Bytes], only_if_none_exist: bool) -> Result<bo
         )
         .into());
     }
-    let pairs: Vec<(&Bytes, &Bytes)> = args[1..].chunks(2).map(|p| (&p[0], &p[1])).collect();
-    let keys: Vec<&Bytes> = pairs.iter().map(|(k, _)| *k).collect();
+    // Each key is hashed once: for its shard's lock, then to find it there.
     let db = ctx.db();
-    let mut locked = db.write_many(&keys);
-    if only_if_none_exist && keys.iter().any(|k| locked.shard(k).peek(k).is_some()) {
+    let keys: Vec<Key> = args[1..].iter().step_by(2).map(|key| db.key(key)).collect();
+    let values = args[2..].iter().step_by(2);
+    let mut locked = db.write_many_keys(&keys);
+    if only_if_none_exist && keys.iter().any(|&k| locked.shard(k).peek(k).is_some()) {
         return Ok(false);
     }
-    let replaced: Vec<Entry> = pairs
-        .into_iter()
-        .filter_map(|(key, value)| {
-            let replaced = locked.shard(key).insert_str(key, value, None);
-            ctx.notify(Events::STRING, "set", key);
-            replaced
-        })
-        .collect();
+    let mut replaced: Vec<Entry> = Vec::with_capacity(keys.len());
+    for (&key, value) in keys.iter().zip(values) {
+        replaced.extend(locked.shard(key).insert_str(key, value, None));
+        ctx.notify(Events::STRING, "set", key.bytes());
+    }
     drop(locked);
     replaced.into_iter().for_each(crate::lazyfree::free);
     Ok(true)
