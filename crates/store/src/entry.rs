@@ -111,6 +111,15 @@ impl Payload<'_> {
             Payload::Boxed(_) => KIND_BOXED,
         }
     }
+
+    /// The bytes it takes in the block.
+    fn stored_len(&self) -> usize {
+        match self {
+            Payload::Bytes(bytes) => bytes.len(),
+            Payload::Int(_) => std::mem::size_of::<i64>(),
+            Payload::Boxed(_) => std::mem::size_of::<*mut Value>(),
+        }
+    }
 }
 
 /// The inline form of a string written once (int or bytes); `None` for a
@@ -157,6 +166,82 @@ impl Header {
 
     fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.len]
+    }
+}
+
+/// Everything a block holds after its access word, worked out before the
+/// block is chosen: a new one, or an entry's own ([`Entry::overwrite`]).
+pub(crate) struct Contents<'a> {
+    header: Header,
+    key: &'a [u8],
+    payload: Payload<'a>,
+}
+
+impl<'a> Contents<'a> {
+    fn new(key: &'a [u8], payload: Payload<'a>, deadline: Option<u64>) -> Contents<'a> {
+        let mut header =
+            Header::new(payload.kind() | if deadline.is_some() { HAS_DEADLINE } else { 0 });
+        if let Some(at) = deadline {
+            header.put(&at.to_ne_bytes());
+        }
+        header.put_varint(key.len());
+        if let Payload::Bytes(bytes) = payload {
+            header.put_varint(bytes.len());
+        }
+        Contents {
+            header,
+            key,
+            payload,
+        }
+    }
+
+    /// The contents of the string `bytes` at `key`, as
+    /// `Str::from_bytes` would store it but without making that value: the
+    /// number for an integer-encoded string, the bytes otherwise.
+    pub(crate) fn of_str(key: &'a [u8], bytes: &'a [u8], deadline: Option<u64>) -> Contents<'a> {
+        let payload = match crate::value::parse_canonical_i64(bytes) {
+            Some(n) => Payload::Int(n),
+            None => Payload::Bytes(bytes),
+        };
+        Contents::new(key, payload, deadline)
+    }
+
+    /// The size of the block that holds them.
+    fn size(&self) -> usize {
+        FLAGS_AT + self.header.len + self.key.len() + self.payload.stored_len()
+    }
+
+    /// Writes the whole block: `access`, then the contents.
+    ///
+    /// # Safety
+    ///
+    /// `block` is aligned for `Access`, writable for [`Contents::size`]
+    /// bytes, and overlaps no source; what it held is written over, not
+    /// dropped.
+    unsafe fn fill(self, block: *mut u8, access: Access) {
+        let int_bytes;
+        let tail: &[u8] = match &self.payload {
+            Payload::Bytes(bytes) => bytes,
+            Payload::Int(n) => {
+                int_bytes = n.to_ne_bytes();
+                &int_bytes
+            }
+            Payload::Boxed(_) => &[],
+        };
+        // SAFETY: the writes cover the block's size exactly, in order, as
+        // the caller promises room for.
+        unsafe {
+            block.cast::<Access>().write(access);
+            let mut at = block.add(FLAGS_AT);
+            for part in [self.header.as_slice(), self.key, tail] {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+            if let Payload::Boxed(value) = self.payload {
+                at.cast::<*mut Value>()
+                    .write_unaligned(Box::into_raw(value));
+            }
+        }
     }
 }
 
@@ -217,73 +302,43 @@ impl Entry {
         Entry::build(key, Payload::Boxed(Box::new(value)), expire_at_ms, access)
     }
 
-    /// [`Entry::new`] of `Value::Str(Str::from_bytes(bytes))`, without
-    /// making that value.
-    pub(crate) fn with_str(
-        key: &[u8],
-        bytes: &[u8],
-        expire_at_ms: Option<u64>,
-        access: Access,
-    ) -> Entry {
-        let payload = match crate::value::parse_canonical_i64(bytes) {
-            Some(n) => Payload::Int(n),
-            None => Payload::Bytes(bytes),
-        };
-        Entry::build(key, payload, expire_at_ms, access)
-    }
-
-    /// Allocates and fills a block.
-    fn build(key: &[u8], payload: Payload<'_>, deadline: Option<u64>, access: Access) -> Entry {
-        let mut header =
-            Header::new(payload.kind() | if deadline.is_some() { HAS_DEADLINE } else { 0 });
-        if let Some(at) = deadline {
-            header.put(&at.to_ne_bytes());
-        }
-        header.put_varint(key.len());
-        let int_bytes;
-        let tail: &[u8] = match &payload {
-            Payload::Bytes(bytes) => {
-                header.put_varint(bytes.len());
-                bytes
-            }
-            Payload::Int(n) => {
-                int_bytes = n.to_ne_bytes();
-                &int_bytes
-            }
-            Payload::Boxed(_) => &[],
-        };
-        let boxed = match payload {
-            Payload::Boxed(value) => Some(Box::into_raw(value)),
-            _ => None,
-        };
-        let pointer_len = if boxed.is_some() {
-            std::mem::size_of::<*mut Value>()
-        } else {
-            0
-        };
-        let size = FLAGS_AT + header.len + key.len() + tail.len() + pointer_len;
-        let layout = Layout::from_size_align(size, ALIGN).expect("entry size fits a layout");
+    /// Allocates a block and fills it.
+    pub(crate) fn with_contents(contents: Contents<'_>, access: Access) -> Entry {
+        let layout =
+            Layout::from_size_align(contents.size(), ALIGN).expect("entry size fits a layout");
         // SAFETY: `layout` has a non-zero size (the access word alone is 8
         // bytes).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(block) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
-        // SAFETY: the block is `size` bytes, aligned for `Access`, and the
-        // writes below cover exactly `size` bytes, in order, without
-        // overlapping the sources (a fresh allocation aliases nothing).
-        unsafe {
-            block.as_ptr().cast::<Access>().write(access);
-            let mut at = block.as_ptr().add(FLAGS_AT);
-            for part in [header.as_slice(), key, tail] {
-                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
-            }
-            if let Some(value) = boxed {
-                at.cast::<*mut Value>().write_unaligned(value);
-            }
-        }
+        // SAFETY: a fresh block of the contents' size.
+        unsafe { contents.fill(block.as_ptr(), access) };
         Entry::from_block(block)
+    }
+
+    fn build(key: &[u8], payload: Payload<'_>, deadline: Option<u64>, access: Access) -> Entry {
+        Entry::with_contents(Contents::new(key, payload, deadline), access)
+    }
+
+    /// True if `contents` would take exactly this entry's block, which
+    /// owns no boxed value: [`Entry::overwrite`] can reuse it.
+    pub(crate) fn fits_in_place(&self, contents: &Contents<'_>) -> bool {
+        let shape = self.shape();
+        shape.kind() != KIND_BOXED && shape.size() == contents.size()
+    }
+
+    /// Writes `contents` and `access` over this entry's block, so a SET of
+    /// a value as long as the one it replaces allocates and frees nothing.
+    /// Panics unless [`Entry::fits_in_place`]; `contents` holds the
+    /// entry's own key.
+    pub(crate) fn overwrite(&mut self, contents: Contents<'_>, access: Access) {
+        assert!(self.fits_in_place(&contents), "contents fit the block");
+        debug_assert_eq!(contents.key, self.key());
+        // SAFETY: the block is this entry's, borrowed mutably, has the
+        // contents' size and owns no boxed value, so writing over it leaks
+        // nothing.
+        unsafe { contents.fill(self.block(), access) };
     }
 
     /// Reads the header of the block.
@@ -718,7 +773,8 @@ mod tests {
         let big = vec![b'x'; 70_000];
         for bytes in [&b""[..], b"v", b"12345", b"-7", b"007", b"1e3", &big] {
             for deadline in [None, Some(1_000)] {
-                let straight = Entry::with_str(b"k", bytes, deadline, access());
+                let straight =
+                    Entry::with_contents(Contents::of_str(b"k", bytes, deadline), access());
                 let boxed_first = Entry::new(b"k", string(bytes), deadline, access());
                 assert_eq!(
                     straight.value(),
@@ -730,6 +786,41 @@ mod tests {
                 assert_eq!(straight.expire_at_ms(), deadline);
             }
         }
+    }
+
+    #[test]
+    fn a_string_of_the_same_block_size_is_written_over_its_block() {
+        let first = b"abcdefghijklmno";
+        let mut entry = Entry::with_contents(Contents::of_str(b"k", first, None), access());
+        let block = entry.block();
+        // Each takes the 27 bytes the first took: 15 bytes of value; a
+        // number (8 bytes, no length) with a deadline (8); 7 bytes of value
+        // with a deadline.
+        let same_size: [(&[u8], Option<u64>); 3] = [
+            (b"onmlkjihgfedcba", None),
+            (b"1234", Some(5_000)),
+            (b"abcdefg", Some(6_000)),
+        ];
+        for (bytes, deadline) in same_size {
+            let contents = Contents::of_str(b"k", bytes, deadline);
+            assert!(entry.fits_in_place(&contents), "{bytes:?}");
+            entry.overwrite(contents, access());
+            assert_eq!(entry.block(), block);
+            assert_eq!(entry.value(), string(bytes).view());
+            assert_eq!(entry.expire_at_ms(), deadline);
+            assert_eq!(entry.key(), b"k");
+        }
+        let other_sizes: [(&[u8], Option<u64>); 3] = [
+            (b"1234", None),
+            (b"abcdefghijklmnop", None),
+            (b"abcdefg", None),
+        ];
+        for (bytes, deadline) in other_sizes {
+            let contents = Contents::of_str(b"k", bytes, deadline);
+            assert!(!entry.fits_in_place(&contents), "{bytes:?}");
+        }
+        let boxed = Entry::new(b"k", Value::Hash(Hash::default()), None, access());
+        assert!(!boxed.fits_in_place(&Contents::of_str(b"k", first, None)));
     }
 
     #[test]

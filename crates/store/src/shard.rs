@@ -54,10 +54,10 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use crate::access::Clock;
+use crate::access::{Access, Clock};
 use crate::deadlines::Deadlines;
 use crate::defrag::Relocate;
-use crate::entry::{Entry, Slot};
+use crate::entry::{Contents, Entry, Slot};
 use crate::expiry::Reclaimed;
 use crate::index::{self, SlotIndex};
 use crate::key::{AsKey, Key};
@@ -752,9 +752,67 @@ impl Shard {
 
     /// [`Shard::insert`] of an entry whose key's hash is `hash`.
     pub(crate) fn insert_hashed(&mut self, entry: Entry, hash: u64, now_ms: u64) -> Option<Entry> {
+        let found = self.find(Key::with_hash(entry.key(), hash));
+        self.insert_found(found, entry, hash, now_ms)
+    }
+
+    /// [`Shard::insert_hashed`] of the string `bytes`. When `key` holds a
+    /// live string whose block has the size the new one needs, the new
+    /// entry is written over it ([`Entry::overwrite`]), and there is no
+    /// previous entry to return.
+    pub(crate) fn insert_str(
+        &mut self,
+        key: Key,
+        bytes: &[u8],
+        expire_at_ms: Option<u64>,
+        access: Access,
+        now_ms: u64,
+    ) -> Option<Entry> {
+        let contents = Contents::of_str(key.bytes(), bytes, expire_at_ms);
+        let found = self.find(key);
+        let reusable = found.filter(|&slot| {
+            self.slot(slot as usize)
+                .is_some_and(|old| !old.is_expired(now_ms) && old.fits_in_place(&contents))
+        });
+        let Some(slot) = reusable else {
+            let entry = Entry::with_contents(contents, access);
+            return self.insert_found(found, entry, key.hash(), now_ms);
+        };
+        self.touch(key.bytes());
+        self.changes += 1;
+        self.preserve_for_snapshot(slot);
+        // The block keeps its size, so only a deadline changes the totals;
+        // the old one leaves the index while the block still holds it.
+        let old = self.slot(slot as usize).expect("indexed slot is occupied");
+        let old_deadline = old.expire_at_ms();
+        let bytes = if old_deadline.is_some() || expire_at_ms.is_some() {
+            Shard::entry_bytes(old)
+        } else {
+            0
+        };
+        self.track_expire(slot, old_deadline, None, bytes);
+        let follows_s3fifo = self.s3fifo.is_some();
+        let entry = self.slot_mut(slot);
+        let old_access = entry.access().duplicate();
+        entry.overwrite(contents, access);
+        if follows_s3fifo {
+            entry.access().inherit_s3fifo(&old_access);
+        }
+        self.track_expire(slot, None, expire_at_ms, bytes);
+        None
+    }
+
+    /// Stores `entry`, whose key is indexed at `found` if anywhere.
+    fn insert_found(
+        &mut self,
+        found: Option<u32>,
+        entry: Entry,
+        hash: u64,
+        now_ms: u64,
+    ) -> Option<Entry> {
         self.touch(entry.key());
         self.changes += 1;
-        if let Some(slot) = self.find(Key::with_hash(entry.key(), hash)) {
+        if let Some(slot) = found {
             self.preserve_for_snapshot(slot);
             self.unaccount(slot);
             let old = std::mem::replace(self.slot_mut(slot), entry);
@@ -1266,6 +1324,84 @@ mod tests {
             check(&shard);
         }
         assert_eq!(shard.expires(), 150);
+    }
+
+    /// SET of a string as long as the one it replaces is written over the
+    /// key's block (`Shard::insert_str`): the totals, the deadline index
+    /// and the watchers follow as for a new block, and an expired key is
+    /// still reclaimed as one.
+    #[test]
+    fn strings_written_in_place_keep_totals_deadlines_and_watchers() {
+        let mut shard = Shard::new(RandomState::default());
+        let check = |shard: &Shard| {
+            let held: usize = shard.iter(0).map(Entry::heap_bytes).sum();
+            assert_eq!(shard.data_bytes(), held);
+            let with_ttl: usize = shard
+                .iter(0)
+                .filter(|e| e.expire_at_ms().is_some())
+                .map(Shard::entry_bytes)
+                .sum();
+            assert_eq!(shard.stale_bytes(u64::MAX), with_ttl);
+            assert_eq!(shard.deadlines.len(), shard.expires());
+        };
+        let set_at = |shard: &mut Shard, key: &str, bytes: &[u8], ttl: Option<u64>, now_ms| {
+            let key = Key::new(key.as_bytes(), &shard.hasher.clone());
+            let access = Access::new(&AccessConfig::default(), Clock { micros: 0 });
+            shard.insert_str(key, bytes, ttl, access, now_ms)
+        };
+        let set =
+            |shard: &mut Shard, key: &str, bytes: &[u8], ttl| set_at(shard, key, bytes, ttl, 0);
+        let block_of = |shard: &Shard, key: &str| {
+            let entry = shard.get(key.as_bytes(), 0);
+            entry.map(|e| e.access() as *const Access)
+        };
+        for i in 0..300u64 {
+            shard.insert(entry(&format!("k{i}"), "abcdefghijklmno", None), 0);
+        }
+        let flag = WatchFlag::default();
+        shard.watch(b"k7", &flag);
+        let changes = shard.changes();
+        // Twice over, so that each key gains, moves or loses a deadline.
+        for pass in 0..2 {
+            for i in 0..300u64 {
+                // The block's 27 bytes: 15 of value, or a number or 7
+                // bytes with a deadline.
+                let (bytes, ttl): (&[u8], _) = match (i + pass) % 3 {
+                    0 => (b"onmlkjihgfedcba", None),
+                    1 => (b"1234", Some(20_000 + i)),
+                    _ => (b"abcdefg", Some(30_000 + i)),
+                };
+                let key = format!("k{i}");
+                let before = block_of(&shard, &key);
+                assert!(set(&mut shard, &key, bytes, ttl).is_none());
+                assert_eq!(block_of(&shard, &key), before, "{key} kept its block");
+                let entry = shard.get(key.as_bytes(), 0).unwrap();
+                assert_eq!(entry.value(), Value::Str(Str::from_bytes(bytes)).view());
+                assert_eq!(entry.expire_at_ms(), ttl);
+                check(&shard);
+            }
+        }
+        assert_eq!(shard.changes(), changes + 600);
+        assert!(flag.load(Ordering::Relaxed), "the watched key was written");
+        assert_eq!(shard.expires(), 200);
+        assert_eq!(shard.next_deadline(), Some(20_000));
+
+        let replaced = set(&mut shard, "k0", b"another size", None).unwrap();
+        assert_eq!(
+            replaced.value(),
+            Value::Str(Str::from_bytes(b"1234")).view()
+        );
+        shard.insert(entry("dying", "abcdefghijklmno", Some(100)), 0);
+        assert!(set_at(&mut shard, "dying", b"onmlkjihgfedcba", None, 200).is_none());
+        let expired = shard.take_expired_by_writers();
+        assert_eq!(
+            expired.len(),
+            1,
+            "the expired key was reclaimed, not written over"
+        );
+        assert_eq!(expired[0].key(), b"dying");
+        check(&shard);
+        assert_eq!(shard.len(), 301);
     }
 
     #[test]

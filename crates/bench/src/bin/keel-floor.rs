@@ -168,18 +168,20 @@ impl Keyspace {
                 None => output.extend_from_slice(b"$-1\r\n"),
             }
         } else if name.eq_ignore_ascii_case(b"LPUSH") && count >= 3 {
-            let key = argument(1);
-            if !self.keys.contains_key(key) {
-                self.keys.insert(key.to_vec(), Value::List(VecDeque::new()));
-            }
-            match self.keys.get_mut(key) {
-                Some(Value::List(list)) => {
-                    for index in 2..count {
-                        list.push_front(argument(index).to_vec());
-                    }
-                    write!(output, ":{}\r\n", list.len()).expect("a Vec takes every write");
+            let push_all = |list: &mut VecDeque<Vec<u8>>, output: &mut Vec<u8>| {
+                for index in 2..count {
+                    list.push_front(argument(index).to_vec());
                 }
-                _ => output.extend_from_slice(WRONGTYPE),
+                write!(output, ":{}\r\n", list.len()).expect("a Vec takes every write");
+            };
+            match self.keys.get_mut(argument(1)) {
+                Some(Value::List(list)) => push_all(list, output),
+                Some(Value::String(_)) => output.extend_from_slice(WRONGTYPE),
+                None => {
+                    let mut list = VecDeque::new();
+                    push_all(&mut list, output);
+                    self.keys.insert(argument(1).to_vec(), Value::List(list));
+                }
             }
         } else {
             output.extend_from_slice(b"-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n");

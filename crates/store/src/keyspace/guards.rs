@@ -178,16 +178,20 @@ impl<'a> WriteShard<'a> {
     /// [`WriteShard::insert`] of the string `bytes` (SET, MSET), stored
     /// as `Str::from_bytes` would store it but written straight into the
     /// entry: boxing it first cost every SET an allocation and a copy of
-    /// the value that the entry then copied again and freed.
+    /// the value that the entry then copied again and freed. A live string
+    /// of the same block size is written over in place
+    /// (`Shard::insert_str`), and then no previous entry is returned.
     pub fn insert_str<'k>(
         &mut self,
         key: impl AsKey<'k>,
         bytes: &[u8],
         expire_at_ms: Option<u64>,
     ) -> Option<Entry> {
-        self.insert_built(key, |key, access| {
-            Entry::with_str(key, bytes, expire_at_ms, access)
-        })
+        let key = key.hashed(&self.store.hasher);
+        let access = Access::new(&self.store.access, self.clock);
+        self.report_if_new(key);
+        self.guard
+            .insert_str(key, bytes, expire_at_ms, access, self.now_ms)
     }
 
     fn insert_built<'k>(
@@ -227,15 +231,19 @@ impl<'a> WriteShard<'a> {
 
     /// [`WriteShard::insert_entry`] of an entry whose key's hash is `hash`.
     fn insert_hashed(&mut self, entry: Entry, hash: u64) -> Option<Entry> {
-        if self.store.report_new_keys.load(Ordering::Relaxed)
-            && self
-                .guard
-                .get(Key::with_hash(entry.key(), hash), self.now_ms)
-                .is_none()
-        {
-            self.store.emit(KeyEvent::New, self.db, entry.key());
-        }
+        self.report_if_new(Key::with_hash(entry.key(), hash));
         self.guard.insert_hashed(entry, hash, self.now_ms)
+    }
+
+    /// Reports `key` as new if it does not exist and new keys are
+    /// reported; called before inserting it, under this lock, so nobody
+    /// sees the report before the key.
+    fn report_if_new(&self, key: Key) {
+        if self.store.report_new_keys.load(Ordering::Relaxed)
+            && self.guard.get(key, self.now_ms).is_none()
+        {
+            self.store.emit(KeyEvent::New, self.db, key.bytes());
+        }
     }
 
     /// Puts back an entry taken from elsewhere (RENAME), keeping its TTL

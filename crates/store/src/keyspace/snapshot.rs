@@ -164,8 +164,12 @@ mod tests {
                     let (db, k) = (rng.gen_range(0..3), key(&mut rng));
                     let shard = store.db(db, now);
                     match rng.gen_range(0..100) {
-                        0..=39 => {
+                        0..=19 => {
                             shard.write(&k).insert(&k, s("new"), None);
+                        }
+                        // As long as "v0": written over its block in place.
+                        20..=39 => {
+                            shard.write(&k).insert_str(&k, b"v1", None);
                         }
                         40..=59 => {
                             shard.write(&k).remove(&k);

@@ -70,9 +70,16 @@ fn set_all(ctx: &mut Ctx, args: &[Bytes], only_if_none_exist: bool) -> Result<bo
     if only_if_none_exist && keys.iter().any(|&k| locked.shard(k).peek(k).is_some()) {
         return Ok(false);
     }
-    let mut replaced: Vec<Entry> = Vec::with_capacity(keys.len());
+    let mut replaced: Vec<Entry> = Vec::new();
     for (&key, value) in keys.iter().zip(values) {
-        replaced.extend(locked.shard(key).insert_str(key, value, None));
+        if let Some(old) = locked.shard(key).insert_str(key, value, None) {
+            // Sized at the first: a value written over in place replaces
+            // no entry, so an MSET of same-size values allocates none.
+            if replaced.capacity() == 0 {
+                replaced.reserve_exact(keys.len());
+            }
+            replaced.push(old);
+        }
         ctx.notify(Events::STRING, "set", key.bytes());
     }
     drop(locked);
