@@ -54,6 +54,51 @@ pub struct DbMemory {
     pub expiry_index: usize,
 }
 
+/// Shards of one database as bits. A multi-key command's shards come out
+/// in ascending order, the lock order, without a sort; a key's guard is
+/// found among them by counting bits, without a search.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ShardMask(u64);
+
+const _: () = assert!(
+    SHARDS_PER_DB <= u64::BITS as usize,
+    "a database's shards fit a mask"
+);
+
+impl ShardMask {
+    /// Every shard of a database.
+    const ALL: ShardMask = ShardMask(u64::MAX >> (u64::BITS as usize - SHARDS_PER_DB));
+
+    /// The shards holding `keys`.
+    fn of(db: &Db, keys: &[Key]) -> ShardMask {
+        ShardMask(
+            keys.iter()
+                .fold(0, |bits, &k| bits | 1 << db.shard_index(k)),
+        )
+    }
+
+    /// The shards, in ascending order; their number known up front, so
+    /// that collecting their guards allocates once.
+    fn iter(self) -> impl ExactSizeIterator<Item = usize> {
+        let mut bits = self.0;
+        (0..self.0.count_ones()).map(move |_| {
+            let shard = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            shard
+        })
+    }
+
+    /// Where `shard` is in [`ShardMask::iter`]'s order. Panics if it is
+    /// not among them: a key whose shard was not locked.
+    pub(super) fn position(self, shard: usize) -> usize {
+        assert!(
+            self.0 & 1 << shard != 0,
+            "key's shard was not locked with the others"
+        );
+        (self.0 & ((1 << shard) - 1)).count_ones() as usize
+    }
+}
+
 impl<'a> Db<'a> {
     /// This view, with accesses that do not count as use (CLIENT
     /// NO-TOUCH): the keys' recency and frequency are left as they were.
@@ -118,16 +163,14 @@ impl<'a> Db<'a> {
     /// taken in ascending shard order, like [`Db::write_many`].
     pub fn read_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> ReadShard<'a> {
         let keys: Vec<Key> = keys.iter().map(|k| self.key(k.as_ref())).collect();
-        let mut indexes: Vec<usize> = keys.iter().map(|&k| self.shard_index(k)).collect();
-        indexes.sort_unstable();
-        indexes.dedup();
-        let guards: Vec<_> = indexes
-            .into_iter()
-            .map(|i| (i, read_lock(self.store, self.index, i)))
+        let shards = ShardMask::of(self, &keys);
+        let guards: Vec<_> = shards
+            .iter()
+            .map(|i| read_lock(self.store, self.index, i))
             .collect();
-        self.prefetch_locked(&keys, &guards, |guard| -> &Shard { guard });
+        self.prefetch_locked(&keys, shards, &guards, |guard| -> &Shard { guard });
         ReadShard {
-            guards: Some(Guards::Many(guards)),
+            guards: Some(Guards::Many(shards, guards)),
             db: *self,
             expired_in: std::cell::Cell::new(0),
         }
@@ -150,30 +193,29 @@ impl<'a> Db<'a> {
     /// [`Db::write_many`] of keys hashed already ([`Db::key`]): a caller
     /// that goes on to find each key in the guards (MSET) hashes it once.
     pub fn write_many_keys(&self, keys: &[Key]) -> MultiWrite<'a> {
-        let mut indexes: Vec<usize> = keys.iter().map(|&k| self.shard_index(k)).collect();
-        indexes.sort_unstable();
-        indexes.dedup();
+        let shards = ShardMask::of(self, keys);
         let locked = MultiWrite {
             db: *self,
-            guards: indexes.into_iter().map(|i| (i, self.guard(i))).collect(),
+            shards,
+            guards: shards.iter().map(|i| self.guard(i)).collect(),
         };
-        self.prefetch_locked(keys, &locked.guards, |write| -> &Shard { &write.guard });
+        self.prefetch_locked(keys, shards, &locked.guards, |write| -> &Shard {
+            &write.guard
+        });
         locked
     }
 
     /// Loads ahead the lookups of `keys` (see `Shard::prefetch_lookups`)
-    /// in the guards taken for them, `locked` by ascending shard index;
-    /// `shard` is a guard's shard.
+    /// in the guards taken for them, `locked`, one for each of `shards`
+    /// in order; `shard` is a guard's shard.
     fn prefetch_locked<'g, G>(
         &self,
         keys: &'g [Key<'g>],
-        locked: &'g [(usize, G)],
+        shards: ShardMask,
+        locked: &'g [G],
         shard: impl Fn(&'g G) -> &'g Shard,
     ) {
-        let shard_of = |key: Key| {
-            let at = locked.binary_search_by_key(&self.shard_index(key), |(i, _)| *i);
-            shard(&locked[at.expect("every key's shard is locked")].1)
-        };
+        let shard_of = |key: Key| shard(&locked[shards.position(self.shard_index(key))]);
         Shard::prefetch_lookups(keys.iter().map(|&k| (shard_of(k), k)));
     }
 
@@ -205,11 +247,12 @@ impl<'a> Db<'a> {
     /// GET patterns): one instant for all of them. Guards are taken in
     /// ascending shard order.
     pub fn read_all(&self) -> ReadShard<'a> {
-        let guards = (0..SHARDS_PER_DB)
-            .map(|i| (i, read_lock(self.store, self.index, i)))
+        let guards = ShardMask::ALL
+            .iter()
+            .map(|i| read_lock(self.store, self.index, i))
             .collect();
         ReadShard {
-            guards: Some(Guards::Many(guards)),
+            guards: Some(Guards::Many(ShardMask::ALL, guards)),
             db: *self,
             expired_in: std::cell::Cell::new(0),
         }
@@ -220,7 +263,8 @@ impl<'a> Db<'a> {
     pub fn write_all(&self) -> MultiWrite<'a> {
         MultiWrite {
             db: *self,
-            guards: (0..SHARDS_PER_DB).map(|i| (i, self.guard(i))).collect(),
+            shards: ShardMask::ALL,
+            guards: ShardMask::ALL.iter().map(|i| self.guard(i)).collect(),
         }
     }
 
@@ -557,5 +601,25 @@ mod tests {
         drop(locked);
         assert_eq!(db.stats().keys, 500);
         assert_eq!(db.keys(b"k1*").len(), 111);
+    }
+
+    #[test]
+    fn a_shard_mask_lists_its_shards_in_lock_order_and_places_each() {
+        let mask = ShardMask(1 << 3 | 1 << 17 | 1 << 63);
+        assert_eq!(mask.iter().collect::<Vec<_>>(), [3, 17, 63]);
+        assert_eq!([3, 17, 63].map(|i| mask.position(i)), [0, 1, 2]);
+        assert_eq!(ShardMask(0).iter().count(), 0);
+        let all: Vec<usize> = ShardMask::ALL.iter().collect();
+        assert_eq!(all, (0..SHARDS_PER_DB).collect::<Vec<_>>());
+        assert_eq!(
+            ShardMask::ALL.position(SHARDS_PER_DB - 1),
+            SHARDS_PER_DB - 1
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "key's shard was not locked")]
+    fn a_shard_outside_the_mask_has_no_place() {
+        ShardMask(1 << 3).position(4);
     }
 }

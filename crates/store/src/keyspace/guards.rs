@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 
 use super::counts::ShardCounts;
+use super::db::ShardMask;
 use super::locking::Held;
 use super::{Db, KeyEvent, Store};
 use crate::access::{Access, Clock};
@@ -24,7 +25,7 @@ use crate::value::Value;
 /// Read guards of one shard, or of several taken together.
 pub(super) enum Guards<'a> {
     One(usize, Held<RwLockReadGuard<'a, Shard>>),
-    Many(Vec<(usize, Held<RwLockReadGuard<'a, Shard>>)>),
+    Many(ShardMask, Vec<Held<RwLockReadGuard<'a, Shard>>>),
 }
 
 /// Shards locked for reading, seen at one instant.
@@ -47,12 +48,9 @@ impl ReadShard<'_> {
     fn shard_of(&self, key: Key) -> (usize, &Shard) {
         match self.guards.as_ref().expect("held until drop") {
             Guards::One(index, guard) => (*index, guard),
-            Guards::Many(guards) => {
+            Guards::Many(shards, guards) => {
                 let index = self.db.shard_index(key);
-                let at = guards
-                    .binary_search_by_key(&index, |(i, _)| *i)
-                    .expect("key's shard was locked by read_many");
-                (index, &guards[at].1)
+                (index, &guards[shards.position(index)])
             }
         }
     }
@@ -369,7 +367,9 @@ impl Drop for WriteShard<'_> {
 /// Several shards locked for writing at once (see [`Db::write_many`]).
 pub struct MultiWrite<'a> {
     pub(super) db: Db<'a>,
-    pub(super) guards: Vec<(usize, WriteShard<'a>)>,
+    /// The shards locked, and their guards in the same order.
+    pub(super) shards: ShardMask,
+    pub(super) guards: Vec<WriteShard<'a>>,
 }
 
 impl<'a> MultiWrite<'a> {
@@ -377,29 +377,19 @@ impl<'a> MultiWrite<'a> {
     /// `key` was not among the keys the guards were taken for.
     pub fn peek<'k>(&self, key: impl AsKey<'k>) -> Option<&Entry> {
         let key = key.hashed(&self.db.store.hasher);
-        let index = self.db.shard_index(key);
-        let at = self
-            .guards
-            .binary_search_by_key(&index, |(i, _)| *i)
-            .expect("key's shard was locked by write_many");
-        self.guards[at].1.peek(key)
+        self.guards[self.shards.position(self.db.shard_index(key))].peek(key)
     }
 
     /// The locked shard holding `key`. Panics if `key` was not among the
     /// keys the guards were taken for.
     pub fn shard<'k>(&mut self, key: impl AsKey<'k>) -> &mut WriteShard<'a> {
-        let index = self.db.shard_index(key);
-        let at = self
-            .guards
-            .binary_search_by_key(&index, |(i, _)| *i)
-            .expect("key's shard was locked by write_many");
-        &mut self.guards[at].1
+        &mut self.guards[self.shards.position(self.db.shard_index(key))]
     }
 }
 impl Drop for MultiWrite<'_> {
     fn drop(&mut self) {
         let store = self.db.store;
-        report_together(store, self.guards.iter_mut().map(|(_, g)| g));
+        report_together(store, self.guards.iter_mut());
     }
 }
 
