@@ -204,14 +204,6 @@ record "requests=$requests (x$pipelined_factor at P=16) rounds=$rounds idle_secs
 # redis-benchmark's stderr, less its warning that a floor has no CONFIG.
 quiet_floor() { grep -v -e "Could not fetch server CONFIG" -e '^$' >&2 || true; }
 
-# redis-benchmark's arguments for test $1.
-bench_args() {
-  case $1 in
-    mget) echo "$mget_ten_random_keys" ;;
-    *) echo "-t $1" ;;
-  esac
-}
-
 # One run: test $2 at pipeline $3 against server $1 in round $4; appends a
 # JSON record.
 run() {

@@ -87,9 +87,11 @@ for server in redis keel-t1 floor floor-keyspace; do
       fi
       n=$requests
       [ "$pipeline" -gt 1 ] && n=$((requests * 4))
-      redis-benchmark -p "$port" -c 50 -r 100000 -n 200000 -P 16 -q -t "$test" >/dev/null 2>&1
+      # shellcheck disable=SC2046
+      redis-benchmark -p "$port" -c 50 -r 100000 -n 200000 -P 16 -q $(bench_args "$test") >/dev/null 2>&1
       callgrind_control -z "$pid" >/dev/null 2>&1
-      redis-benchmark -p "$port" -c 50 -r 100000 -n "$n" -P "$pipeline" -q -t "$test" >/dev/null 2>&1
+      # shellcheck disable=SC2046
+      redis-benchmark -p "$port" -c 50 -r 100000 -n "$n" -P "$pipeline" -q $(bench_args "$test") >/dev/null 2>&1
       callgrind_control -d "$pid" >/dev/null 2>&1
       echo "$server $test $pipeline $n $(counted "$server" "$pid")" >>"$records"
     done

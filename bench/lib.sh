@@ -18,6 +18,14 @@ require_built() {
 # does not have (split it into words when passing it).
 mget_ten_random_keys="MGET$(printf ' key:__rand_int__%.0s' {1..10})"
 
+# redis-benchmark's arguments for test $1: MGET of ten keys, or its own -t test.
+bench_args() {
+  case $1 in
+    mget) echo "$mget_ten_random_keys" ;;
+    *) echo "-t $1" ;;
+  esac
+}
+
 # Whether `keel-floor --keyspace` executes redis-benchmark's test $1: it
 # runs SET, MSET, GET and LPUSH only (crates/bench/src/bin/keel-floor.rs).
 keyspace_floor_executes() { [[ " set mset get lpush " == *" $1 "* ]]; }
