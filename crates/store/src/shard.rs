@@ -1285,27 +1285,32 @@ mod tests {
         assert_eq!(shard.expire_sum_ms, 0);
     }
 
+    /// Checks the shard's totals against its entries: the heap bytes
+    /// against what they hold, the stale share against what the keys with
+    /// a TTL hold, and the deadline index against the TTL count.
+    fn check_totals(shard: &Shard) {
+        let held: usize = shard.iter(0).map(Entry::heap_bytes).sum();
+        assert_eq!(shard.data_bytes(), held);
+        let with_ttl: usize = shard
+            .iter(0)
+            .filter(|e| e.expire_at_ms().is_some())
+            .map(Shard::entry_bytes)
+            .sum();
+        assert_eq!(shard.stale_bytes(u64::MAX), with_ttl);
+        assert_eq!(shard.deadlines.len(), shard.expires());
+    }
+
     /// Edits that rebuild an entry's block (a TTL set or cleared, an inline
     /// string edited in place) keep the totals equal to what the entries
-    /// hold, and the stale share equal to what the keys with a TTL hold.
+    /// hold (`check_totals`).
     #[test]
     fn accounting_follows_block_rebuilds() {
         let mut shard = Shard::new(RandomState::default());
-        let check = |shard: &Shard| {
-            let held: usize = shard.iter(0).map(Entry::heap_bytes).sum();
-            assert_eq!(shard.data_bytes(), held);
-            let with_ttl: usize = shard
-                .iter(0)
-                .filter(|e| e.expire_at_ms().is_some())
-                .map(Shard::entry_bytes)
-                .sum();
-            assert_eq!(shard.stale_bytes(u64::MAX), with_ttl);
-        };
         for i in 0..300u64 {
             let ttl = (i % 2 == 0).then_some(10_000 + i);
             shard.insert(entry(&format!("k{i}"), &i.to_string(), ttl), 0);
         }
-        check(&shard);
+        check_totals(&shard);
         for i in 0..300u64 {
             let key = format!("k{i}");
             let mut e = shard.get_mut(key.as_bytes(), 0).unwrap();
@@ -1321,7 +1326,7 @@ mod tests {
                     .push(b'x'),
             }
             drop(e);
-            check(&shard);
+            check_totals(&shard);
         }
         assert_eq!(shard.expires(), 150);
     }
@@ -1333,17 +1338,6 @@ mod tests {
     #[test]
     fn strings_written_in_place_keep_totals_deadlines_and_watchers() {
         let mut shard = Shard::new(RandomState::default());
-        let check = |shard: &Shard| {
-            let held: usize = shard.iter(0).map(Entry::heap_bytes).sum();
-            assert_eq!(shard.data_bytes(), held);
-            let with_ttl: usize = shard
-                .iter(0)
-                .filter(|e| e.expire_at_ms().is_some())
-                .map(Shard::entry_bytes)
-                .sum();
-            assert_eq!(shard.stale_bytes(u64::MAX), with_ttl);
-            assert_eq!(shard.deadlines.len(), shard.expires());
-        };
         let set_at = |shard: &mut Shard, key: &str, bytes: &[u8], ttl: Option<u64>, now_ms| {
             let key = Key::new(key.as_bytes(), &shard.hasher.clone());
             let access = Access::new(&AccessConfig::default(), Clock { micros: 0 });
@@ -1378,7 +1372,7 @@ mod tests {
                 let entry = shard.get(key.as_bytes(), 0).unwrap();
                 assert_eq!(entry.value(), Value::Str(Str::from_bytes(bytes)).view());
                 assert_eq!(entry.expire_at_ms(), ttl);
-                check(&shard);
+                check_totals(&shard);
             }
         }
         assert_eq!(shard.changes(), changes + 600);
@@ -1400,7 +1394,7 @@ mod tests {
             "the expired key was reclaimed, not written over"
         );
         assert_eq!(expired[0].key(), b"dying");
-        check(&shard);
+        check_totals(&shard);
         assert_eq!(shard.len(), 301);
     }
 
