@@ -30,7 +30,9 @@
 //! editing an inline string) reallocates the block: [`Entry::value_mut`]
 //! moves an inline string into a boxed [`Value`] for the edit and
 //! [`Entry::compact`] moves it back once the edit is done, so callers keep
-//! the plain `&mut Value` API. Readers get a borrowed [`ValueRef`] instead of
+//! the plain `&mut Value` API. A new string whose block would have exactly
+//! the old block's size is written over it instead ([`Entry::overwrite`]),
+//! which in a cache of one-size values is most SETs. Readers get a borrowed [`ValueRef`] instead of
 //! a `&Value`, because an inline string is not a `Value` in memory.
 //!
 //! An `Entry` holds its block's address in 6 bytes: blocks are aligned to
