@@ -168,9 +168,10 @@ impl<'a> WriteShard<'a> {
         value: Value,
         expire_at_ms: Option<u64>,
     ) -> Option<Entry> {
-        self.insert_built(key, |key, access| {
-            Entry::new(key, value, expire_at_ms, access)
-        })
+        let key = key.hashed(&self.store.hasher);
+        let access = Access::new(&self.store.access, self.clock);
+        let entry = Entry::new(key.bytes(), value, expire_at_ms, access);
+        self.insert_hashed(entry, key.hash())
     }
 
     /// [`WriteShard::insert`] of the string `bytes` (SET, MSET), stored
@@ -190,17 +191,6 @@ impl<'a> WriteShard<'a> {
         self.report_if_new(key);
         self.guard
             .insert_str(key, bytes, expire_at_ms, access, self.now_ms)
-    }
-
-    fn insert_built<'k>(
-        &mut self,
-        key: impl AsKey<'k>,
-        build: impl FnOnce(&[u8], Access) -> Entry,
-    ) -> Option<Entry> {
-        let key = key.hashed(&self.store.hasher);
-        let access = Access::new(&self.store.access, self.clock);
-        let entry = build(key.bytes(), access);
-        self.insert_hashed(entry, key.hash())
     }
 
     /// [`WriteShard::insert`] of a key with the history RESTORE or an RDB

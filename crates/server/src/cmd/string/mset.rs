@@ -67,7 +67,7 @@ fn set_all(ctx: &mut Ctx, args: &[Bytes], only_if_none_exist: bool) -> Result<bo
     let keys: Vec<Key> = args[1..].iter().step_by(2).map(|key| db.key(key)).collect();
     let values = args[2..].iter().step_by(2);
     let mut locked = db.write_many_keys(&keys);
-    if only_if_none_exist && keys.iter().any(|&k| locked.shard(k).peek(k).is_some()) {
+    if only_if_none_exist && keys.iter().any(|&k| locked.peek(k).is_some()) {
         return Ok(false);
     }
     let mut replaced: Vec<Entry> = Vec::new();
