@@ -4,7 +4,6 @@ histograms and its Prometheus endpoint (keel only)."""
 
 import re
 import socket
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -12,7 +11,7 @@ import urllib.request
 import pytest
 
 from support import (OK, Err, RespMap, Status, config_dict, free_port, info, info_dict,
-                     pipeline_big_sets)
+                     pipeline_big_sets_concurrently)
 
 # The bucket keys Redis 7's LATENCY HISTOGRAM can report, in microseconds.
 REDIS_BUCKETS = [1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816,
@@ -367,12 +366,11 @@ def test_background_work_histograms(start_server):
         conn.call("HSET", "big", *[x for i in range(3000) for x in (f"f{i}", "v" * 30)])
         conn.call("DEL", "big")
         conn.call("SET", "brief", "1", "PX", "1")
-        workers = [threading.Thread(target=pipeline_big_sets, args=(srv.port, n, 4, b"v" * 400_000))
-                   for n in range(6)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join(timeout=120)
+        # Twelve connections, all open before any sends, so that their
+        # buffers fill the client budget together and a read must pause. Six
+        # started one by one sometimes ran apart, and no pause came (about
+        # one run in ten).
+        pipeline_big_sets_concurrently(srv.port, 12, 4, b"v" * 400_000, timeout=120)
         # Writes that find the dataset over the limit evict inline; when
         # they keep up, the background task may find nothing left to do. A
         # lower limit leaves it to the background task.
