@@ -18,9 +18,9 @@
 # what the kernel and finding the end of each request cost under the same
 # load, so its ratio to Redis is the lowest ratio any server doing that I/O
 # could reach here; the tokio floor's is what keel's runtime adds to it.
-# A fourth, `keel-floor --keyspace` (epoll), executes SET, MSET, GET and
-# LPUSH on a plain hash map and nothing more: the lowest ratio a server
-# could reach that does those commands (it runs those four only).
+# A fourth, `keel-floor --keyspace` (epoll), executes SET, MSET, GET, LPUSH
+# and HSET on a plain hash map and nothing more: the lowest ratio a server
+# could reach that does those commands (it runs those five only).
 #
 # Commands: SET, GET, INCR, LPUSH, HSET, ZADD, MSET (redis-benchmark's, 10
 # keys) and MGET of 10 random keys, at P=1 and P=16 (P=16 sends 4x the
@@ -217,7 +217,7 @@ run() {
   python3 -c "import json; print(json.dumps({'kind': 'run', 'server': '$server', 'test': '$test', 'pipeline': $pipeline, 'round': $round, 'requests': $n, 'cpu_us_per_req': ($cpu1 - $cpu0) / 1e3 / $n}))" >>"$records"
 }
 
-# Whether server $1 executes test $2 (the keyspace floor runs four).
+# Whether server $1 executes test $2 (the keyspace floor runs five).
 executes() { [ "$1" != floor-keyspace ] || keyspace_floor_executes "$2"; }
 
 # Syscalls per request of test $2 at pipeline $3 against server $1: strace -c

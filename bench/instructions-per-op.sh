@@ -12,8 +12,8 @@
 #
 # redis-server, keel-server --threads 1, keel-floor (the server that
 # answers +OK and does nothing else, crates/bench/src/bin/keel-floor.rs) and
-# `keel-floor --keyspace` (SET, MSET, GET and LPUSH on a plain hash map,
-# those four only) run in turn under callgrind. For each command and pipeline depth,
+# `keel-floor --keyspace` (SET, MSET, GET, LPUSH and HSET on a plain hash
+# map, those five only) run in turn under callgrind. For each command and pipeline depth,
 # redis-benchmark (-c 50 -r 100000) warms the server up with 200,000
 # requests of the command at P=16, so that the keys exist and the tables
 # have grown (as in cpu-per-op.sh's longer runs); then the counters are

@@ -27,8 +27,8 @@ bench_args() {
 }
 
 # Whether `keel-floor --keyspace` executes redis-benchmark's test $1: it
-# runs SET, MSET, GET and LPUSH only (crates/bench/src/bin/keel-floor.rs).
-keyspace_floor_executes() { [[ " set mset get lpush " == *" $1 "* ]]; }
+# runs SET, MSET, GET, LPUSH and HSET only (crates/bench/src/bin/keel-floor.rs).
+keyspace_floor_executes() { [[ " set mset get lpush hset " == *" $1 "* ]]; }
 
 # A free TCP port on the loopback interface.
 free_port() {

@@ -23,16 +23,17 @@
 //!   (bench/results/2026-11-27-issue24-round6.md): what the per-core
 //!   throughput work can expect of io_uring.
 //!
-//! With `--keyspace` it executes SET, MSET, GET and LPUSH instead of answering
-//! `+OK`: on one standard hash map of owned keys, strings and lists, with
-//! nothing else (no expiry, no memory accounting, no eviction, no access
-//! control, no statistics, no command table). It is a plain implementation,
-//! not a proven minimum (a faster hasher, or no allocation per list
-//! element, would save a little), but what it spends per request is about
-//! the least a server that does those commands can spend, so its ratio to
-//! Redis says how low a real server's can go here
-//! (bench/results/2026-11-28-issue24-round12.md). Other commands get an
-//! error.
+//! With `--keyspace` it executes SET, MSET, GET, LPUSH and HSET instead of
+//! answering `+OK`: on one hash map of owned keys, strings, lists and
+//! hashes (each a hash map of owned fields and values), hashed with
+//! foldhash as keel's are, with nothing else (no expiry, no memory
+//! accounting, no eviction, no access control, no statistics, no command
+//! table). It is a plain implementation, not a proven minimum (no
+//! allocation per list element would save a little), but what it spends
+//! per request is about the least a server that does those commands can
+//! spend, so its ratio to Redis says how low a real server's can go here
+//! (bench/results/2026-11-28-issue24-round12.md, and round fourteen for
+//! HSET and the hasher). Other commands get an error.
 //!
 //! A connection that sends more than [`MAX_UNANSWERED`] bytes without a
 //! complete request (an inline command, say, which this server does not
@@ -41,7 +42,7 @@
 //!     keel-floor --port PORT [--io epoll|tokio|uring] [--keyspace]
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::ops::Range;
@@ -49,6 +50,7 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::process::ExitCode;
 use std::rc::Rc;
 
+use foldhash::HashMap;
 use io_uring::{opcode, squeue, types, IoUring};
 use keel_resp::Walked;
 
@@ -116,7 +118,7 @@ impl Buffers {
     }
 }
 
-/// `--keyspace`'s store: each key's string or list, and the arguments of
+/// `--keyspace`'s store: each key's string, list or hash, and the arguments of
 /// the request being read, as positions in the connection's input.
 #[derive(Default)]
 struct Keyspace {
@@ -127,9 +129,11 @@ struct Keyspace {
 enum Value {
     String(Vec<u8>),
     List(VecDeque<Vec<u8>>),
+    Hash(HashMap<Vec<u8>, Vec<u8>>),
 }
 
 const WRONGTYPE: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+const UNSUPPORTED: &[u8] = b"-ERR keel-floor executes SET, MSET, GET, LPUSH and HSET only\r\n";
 
 impl Keyspace {
     /// Executes every complete request in `received`, replying into
@@ -164,7 +168,7 @@ impl Keyspace {
                     output.extend_from_slice(value);
                     output.extend_from_slice(b"\r\n");
                 }
-                Some(Value::List(_)) => output.extend_from_slice(WRONGTYPE),
+                Some(_) => output.extend_from_slice(WRONGTYPE),
                 None => output.extend_from_slice(b"$-1\r\n"),
             }
         } else if name.eq_ignore_ascii_case(b"LPUSH") && count >= 3 {
@@ -176,15 +180,39 @@ impl Keyspace {
             };
             match self.keys.get_mut(argument(1)) {
                 Some(Value::List(list)) => push_all(list, output),
-                Some(Value::String(_)) => output.extend_from_slice(WRONGTYPE),
+                Some(_) => output.extend_from_slice(WRONGTYPE),
                 None => {
                     let mut list = VecDeque::new();
                     push_all(&mut list, output);
                     self.keys.insert(argument(1).to_vec(), Value::List(list));
                 }
             }
+        } else if name.eq_ignore_ascii_case(b"HSET") && count >= 4 && count % 2 == 0 {
+            let set_all = |hash: &mut HashMap<Vec<u8>, Vec<u8>>, output: &mut Vec<u8>| {
+                let mut added = 0;
+                for pair in (2..count).step_by(2) {
+                    let value = argument(pair + 1);
+                    match hash.get_mut(argument(pair)) {
+                        Some(held) => write_over(held, value),
+                        None => {
+                            hash.insert(argument(pair).to_vec(), value.to_vec());
+                            added += 1;
+                        }
+                    }
+                }
+                write!(output, ":{added}\r\n").expect("a Vec takes every write");
+            };
+            match self.keys.get_mut(argument(1)) {
+                Some(Value::Hash(hash)) => set_all(hash, output),
+                Some(_) => output.extend_from_slice(WRONGTYPE),
+                None => {
+                    let mut hash = HashMap::default();
+                    set_all(&mut hash, output);
+                    self.keys.insert(argument(1).to_vec(), Value::Hash(hash));
+                }
+            }
         } else {
-            output.extend_from_slice(b"-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n");
+            output.extend_from_slice(UNSUPPORTED);
         }
     }
 }
@@ -192,15 +220,18 @@ impl Keyspace {
 /// Makes `key` the string `value`, in the string's own buffer if it is one.
 fn set(keys: &mut HashMap<Vec<u8>, Value>, key: &[u8], value: &[u8]) {
     match keys.get_mut(key) {
-        Some(Value::String(held)) => {
-            held.clear();
-            held.extend_from_slice(value);
-        }
+        Some(Value::String(held)) => write_over(held, value),
         Some(other) => *other = Value::String(value.to_vec()),
         None => {
             keys.insert(key.to_vec(), Value::String(value.to_vec()));
         }
     }
+}
+
+/// Replaces the bytes `held` with `value`, in `held`'s own buffer.
+fn write_over(held: &mut Vec<u8>, value: &[u8]) {
+    held.clear();
+    held.extend_from_slice(value);
 }
 
 fn main() -> ExitCode {
@@ -660,9 +691,16 @@ mod tests {
             *1\r\n$4\r\nPING\r\n\
             *5\r\n$4\r\nMSET\r\n$1\r\nk\r\n$1\r\nm\r\n$1\r\nn\r\n$1\r\no\r\n\
             *2\r\n$3\r\nGET\r\n$1\r\nn\r\n\
-            *4\r\n$4\r\nMSET\r\n$1\r\nk\r\n$1\r\nm\r\n$1\r\nn\r\n";
+            *4\r\n$4\r\nMSET\r\n$1\r\nk\r\n$1\r\nm\r\n$1\r\nn\r\n\
+            *6\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n\
+            *6\r\n$4\r\nhset\r\n$1\r\nh\r\n$1\r\na\r\n$1\r\n3\r\n$1\r\nc\r\n$1\r\n4\r\n\
+            *4\r\n$4\r\nHSET\r\n$1\r\nk\r\n$1\r\na\r\n$1\r\n1\r\n\
+            *2\r\n$3\r\nGET\r\n$1\r\nh\r\n\
+            *3\r\n$5\r\nLPUSH\r\n$1\r\nh\r\n$1\r\nx\r\n\
+            *3\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\na\r\n";
         let (replies, taken) = execute(&mut keyspace, requests);
         let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+        let unsupported = "-ERR keel-floor executes SET, MSET, GET, LPUSH and HSET only\r\n";
         let expected = [
             "+OK\r\n",
             "$2\r\nv1\r\n",
@@ -673,10 +711,16 @@ mod tests {
             ":3\r\n",
             wrongtype,
             wrongtype,
-            "-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n",
+            unsupported,
             "+OK\r\n",
             "$1\r\no\r\n",
-            "-ERR keel-floor executes SET, MSET, GET and LPUSH only\r\n",
+            unsupported,
+            ":2\r\n",
+            ":1\r\n",
+            wrongtype,
+            wrongtype,
+            wrongtype,
+            unsupported,
         ];
         assert_eq!(replies, expected.concat());
         assert_eq!(taken, requests.len());
