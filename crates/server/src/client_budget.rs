@@ -83,6 +83,14 @@ pub struct ClientBudget {
     paused: AtomicUsize,
     pause_events: AtomicU64,
     progress_token: Mutex<Option<Token>>,
+    /// The token's holder (0: none; client ids start at 1), written under
+    /// the lock. `release_token` runs at every read of every connection
+    /// and almost never finds the token there: a load of this read-mostly
+    /// line settles it, where locking wrote one line shared by every
+    /// worker for each read. A stale value is harmless: the holder itself
+    /// wrote its own id before it can release, so it always looks under
+    /// the lock; another connection may look needlessly, and finds out.
+    token_holder: AtomicU64,
     released: Notify,
 }
 
@@ -214,6 +222,7 @@ impl ClientBudget {
                     holder: client,
                     since: tokio::time::Instant::now(),
                 });
+                self.token_holder.store(client, Ordering::Relaxed);
                 Ok(())
             }
         }
@@ -222,9 +231,13 @@ impl ClientBudget {
     /// Gives the progress token back if `client` holds it: called when its
     /// request is complete or it disconnects.
     pub fn release_token(&self, client: u64) {
+        if self.token_holder.load(Ordering::Relaxed) != client {
+            return;
+        }
         let mut token = self.progress_token.lock();
         if token.as_ref().is_some_and(|held| held.holder == client) {
             *token = None;
+            self.token_holder.store(0, Ordering::Relaxed);
             drop(token);
             self.released.notify_waiters();
         }
@@ -367,6 +380,13 @@ mod tests {
         let paused = budget.admit(8, 4_000, true).await;
         assert!(paused.is_some(), "the second waited for the lease to end");
         assert!(budget.take_token(7).is_err(), "and holds the token now");
+        budget.release_token(7);
+        assert!(
+            budget.take_token(7).is_err(),
+            "the old holder cannot release it"
+        );
+        budget.release_token(8);
+        assert!(budget.take_token(7).is_ok(), "its holder can");
     }
 
     #[test]

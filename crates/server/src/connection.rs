@@ -544,16 +544,29 @@ impl<'a> Connection<'a> {
                         let more = if reclaimed { 0 } else { growth };
                         let pause = match first_read {
                             true => None,
-                            // Biased: admission is almost always at once, and
-                            // a `peer_closed` polled first on a readable socket
-                            // arms a timer, whose registration writes the
-                            // worker's wake-up descriptor (a syscall, and a
-                            // spurious wake-up) on every read that grows.
-                            false => tokio::select! {
-                                biased;
-                                pause = budget.admit(id, more, may_take_token) => pause,
-                                closed = peer_closed(socket.socket()) => return closed.map(|()| Some(0)),
-                            },
+                            // Boxed: this wait is rare (once a buffer's
+                            // room is used up) and its futures take some
+                            // 450 bytes, which would otherwise size this
+                            // read future, built and moved on every wait
+                            // for data. Biased: admission is almost always
+                            // at once, and a `peer_closed` polled first on a
+                            // readable socket arms a timer, whose
+                            // registration writes the worker's wake-up
+                            // descriptor (a syscall, and a spurious
+                            // wake-up) on every read that grows.
+                            false => {
+                                let admitted = Box::pin(async {
+                                    tokio::select! {
+                                        biased;
+                                        pause = budget.admit(id, more, may_take_token) => Ok(pause),
+                                        closed = peer_closed(socket.socket()) => Err(closed),
+                                    }
+                                });
+                                match admitted.await {
+                                    Ok(pause) => pause,
+                                    Err(closed) => return closed.map(|()| Some(0)),
+                                }
+                            }
                         };
                         if let Some(pause) = pause {
                             stats.record_work(Work::BackpressurePause, pause);

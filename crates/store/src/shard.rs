@@ -1108,8 +1108,9 @@ impl EntryMut<'_> {
     pub fn value_mut(&mut self) -> &mut crate::Value {
         self.modified = true;
         self.shard.preserve_for_snapshot(self.slot);
-        self.may_resize();
-        self.shard.slot_mut(self.slot).value_mut()
+        let entry = self.shard.slot_mut(self.slot);
+        may_resize(&mut self.heap_before, entry);
+        entry.value_mut()
     }
 
     /// Makes the value the integer-encoded string `n`, in place when it
@@ -1117,17 +1118,11 @@ impl EntryMut<'_> {
     pub fn set_int(&mut self, n: i64) {
         self.modified = true;
         self.shard.preserve_for_snapshot(self.slot);
-        if !self.entry().holds_int() {
-            self.may_resize();
+        let entry = self.shard.slot_mut(self.slot);
+        if !entry.holds_int() {
+            may_resize(&mut self.heap_before, entry);
         }
-        self.shard.slot_mut(self.slot).set_int(n);
-    }
-
-    /// Notes the entry's size before an edit that may change it.
-    fn may_resize(&mut self) {
-        if self.heap_before.is_none() {
-            self.heap_before = Some(self.entry().heap_bytes());
-        }
+        entry.set_int(n);
     }
 
     /// Declares that nothing was changed through this guard after all, so
@@ -1164,14 +1159,24 @@ impl EntryMut<'_> {
         let Some(before) = self.heap_before.take() else {
             return;
         };
-        self.shard.slot_mut(self.slot).compact();
-        let now = self.entry().heap_bytes();
+        let entry = self.shard.slot_mut(self.slot);
+        entry.compact();
+        let (now, deadline) = (entry.heap_bytes(), entry.expire_at_ms());
+        if now == before {
+            return;
+        }
         self.shard.heap_bytes = self.shard.heap_bytes + now - before;
-        if let Some(at) = self.entry().expire_at_ms() {
+        if let Some(at) = deadline {
             self.shard
                 .add_deadline_bytes(at, now as isize - before as isize);
         }
     }
+}
+
+/// Notes `entry`'s size before an edit that may change it, unless an
+/// earlier edit through the same guard did.
+fn may_resize(heap_before: &mut Option<usize>, entry: &Entry) {
+    heap_before.get_or_insert_with(|| entry.heap_bytes());
 }
 
 impl Drop for EntryMut<'_> {
@@ -1180,7 +1185,10 @@ impl Drop for EntryMut<'_> {
             self.sync_bytes();
             if self.modified {
                 self.shard.changes += 1;
-                self.shard.touch(self.entry().key());
+                // Most keys have no watcher: finding the key is skipped.
+                if !self.shard.watchers.is_empty() {
+                    self.shard.touch(self.entry().key());
+                }
             }
         }
     }

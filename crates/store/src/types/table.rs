@@ -111,7 +111,10 @@ impl<T: Member> Table<T> {
     }
 
     fn find(&self, key: &[u8]) -> Option<u32> {
-        let hash = self.hasher.hash_one(key);
+        self.find_hashed(self.hasher.hash_one(key), key)
+    }
+
+    fn find_hashed(&self, hash: u64, key: &[u8]) -> Option<u32> {
         self.index
             .find(hash, |&slot| self.slot(slot).key() == key)
             .copied()
@@ -156,12 +159,12 @@ impl<T: Member> Table<T> {
     /// Adds `member`; returns the member it replaced, if any.
     pub fn insert(&mut self, member: T) -> Option<T> {
         self.member_bytes += member.heap_bytes();
-        if let Some(slot) = self.find(member.key()) {
+        let hash = self.hasher.hash_one(member.key());
+        if let Some(slot) = self.find_hashed(hash, member.key()) {
             let old = self.slots[slot as usize].replace(member).expect("indexed");
             self.member_bytes -= old.heap_bytes();
             return Some(old);
         }
-        let hash = self.hasher.hash_one(member.key());
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(member);

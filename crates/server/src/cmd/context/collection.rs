@@ -26,6 +26,9 @@ pub trait Kind: Default {
     fn of_mut(value: &mut Value) -> Option<&mut Self>;
     /// Wraps a new collection into a value.
     fn into_value(self) -> Value;
+    /// True when a write left nothing in it, so its key goes (as
+    /// [`Value::is_empty_collection`] says).
+    fn is_emptied(&self) -> bool;
 }
 
 impl Kind for Hash {
@@ -38,6 +41,9 @@ impl Kind for Hash {
     }
     fn into_value(self) -> Value {
         Value::Hash(self)
+    }
+    fn is_emptied(&self) -> bool {
+        self.is_empty()
     }
 }
 
@@ -52,6 +58,9 @@ impl Kind for Set {
     fn into_value(self) -> Value {
         Value::Set(Box::new(self))
     }
+    fn is_emptied(&self) -> bool {
+        self.is_empty()
+    }
 }
 
 impl Kind for List {
@@ -64,6 +73,9 @@ impl Kind for List {
     }
     fn into_value(self) -> Value {
         Value::List(self)
+    }
+    fn is_emptied(&self) -> bool {
+        self.is_empty()
     }
 }
 
@@ -78,6 +90,9 @@ impl Kind for ZSet {
     fn into_value(self) -> Value {
         Value::ZSet(Box::new(self))
     }
+    fn is_emptied(&self) -> bool {
+        self.is_empty()
+    }
 }
 
 impl Kind for Stream {
@@ -90,6 +105,10 @@ impl Kind for Stream {
     }
     fn into_value(self) -> Value {
         Value::Stream(Box::new(self))
+    }
+    fn is_emptied(&self) -> bool {
+        // An empty stream is kept: its last ID and groups are state.
+        false
     }
 }
 
@@ -147,13 +166,16 @@ pub fn update_tracked<'k, T: Kind, R>(
 ) -> Result<(Option<R>, Outcome), Error> {
     match shard.entry(key) {
         Lookup::Found(mut entry) => {
-            let mut changed = false;
+            let (mut changed, mut removed) = (false, false);
+            // Emptiness is read while the value is at hand; a write that
+            // fails changed nothing, so it left the collection as it was,
+            // which a stored one never is: empty.
             let result = edit(&mut entry, T::of_mut, |value| {
                 let edit = f(value)?;
                 changed = edit.is_changed();
+                removed = value.is_emptied();
                 Ok(edit)
             });
-            let removed = entry.entry().value().is_empty_collection();
             if removed {
                 crate::lazyfree::free(entry.remove());
             }
