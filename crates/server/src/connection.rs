@@ -507,7 +507,8 @@ impl<'a> Connection<'a> {
             // Subscribers and monitors wait for messages, not requests:
             // Redis exempts them from the idle timeout.
             let subs = &self.client.subscriptions;
-            let timeout = match subs.any() || subs.monitor {
+            let subscribed = subs.any();
+            let timeout = match subscribed || subs.monitor {
                 false => self.server.hot.timeout_secs.load(Ordering::Relaxed),
                 true => 0,
             };
@@ -515,7 +516,6 @@ impl<'a> Connection<'a> {
             let socket = &mut *self.socket;
             let (progress, charged) = (&mut self.progress, &mut self.charged);
             let (lane_turn, id) = (&mut self.lane_turn, handle.id);
-            let subscribed = self.client.subscriptions.any();
             let exposed_input = &mut exposed_input;
             let handle = &*handle;
             // Read space is asked of the client budget only once there is

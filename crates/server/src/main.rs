@@ -32,6 +32,7 @@ mod scripting;
 mod server;
 mod slowlog;
 mod stats;
+mod striped;
 mod tls;
 
 use tikv_jemallocator::Jemalloc;

@@ -43,12 +43,18 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::config::Config;
+use crate::striped::StripedCounter;
 
 /// What persistence knows, for INFO and the commands.
 #[derive(Default)]
 pub struct Persistence {
-    /// Writes since the last successful save (`rdb_changes_since_last_save`).
-    dirty: AtomicU64,
+    /// Writes counted since start, per thread: every write adds one, so
+    /// a single counter would move one cache line between the workers'
+    /// cores on each (see `crate::striped`).
+    writes: StripedCounter,
+    /// Of those, the writes the last successful save holds. The difference
+    /// is Redis's dirty count (`rdb_changes_since_last_save`).
+    saved_writes: AtomicU64,
     state: Mutex<SaveState>,
     /// Whether the last background save failed (read on the write path).
     last_bgsave_failed: AtomicBool,
@@ -149,12 +155,13 @@ impl Persistence {
 
     /// Counts one write, for the save schedule and INFO.
     pub fn note_write(&self) {
-        self.dirty.fetch_add(1, Ordering::Relaxed);
+        self.writes.add(1);
     }
 
     /// Writes since the last successful save.
     pub fn dirty(&self) -> u64 {
-        self.dirty.load(Ordering::Relaxed)
+        let saved = self.saved_writes.load(Ordering::Relaxed);
+        self.writes.sum().saturating_sub(saved)
     }
 
     fn set_save_thread(&self, jobs: std::sync::mpsc::Sender<save::Job>) {
@@ -227,8 +234,9 @@ impl Persistence {
     /// background one.
     fn saved(&self, dirty_before: u64, bgsave_took: Option<std::time::Duration>) {
         let mut state = self.state.lock();
-        // Only this subtracts, under the state lock: it cannot underflow.
-        self.dirty.fetch_sub(dirty_before, Ordering::Relaxed);
+        // Only this moves it, under the state lock: it never passes the
+        // writes counted, since `dirty_before` was read off them.
+        self.saved_writes.fetch_add(dirty_before, Ordering::Relaxed);
         state.last_save = crate::server::unix_ms() / 1000;
         self.last_bgsave_failed.store(false, Ordering::Relaxed);
         state.saves += 1;
