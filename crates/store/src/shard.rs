@@ -1161,10 +1161,11 @@ impl EntryMut<'_> {
         };
         let entry = self.shard.slot_mut(self.slot);
         entry.compact();
-        let (now, deadline) = (entry.heap_bytes(), entry.expire_at_ms());
+        let now = entry.heap_bytes();
         if now == before {
             return;
         }
+        let deadline = entry.expire_at_ms();
         self.shard.heap_bytes = self.shard.heap_bytes + now - before;
         if let Some(at) = deadline {
             self.shard
