@@ -172,23 +172,16 @@ impl Keyspace {
                 None => output.extend_from_slice(b"$-1\r\n"),
             }
         } else if name.eq_ignore_ascii_case(b"LPUSH") && count >= 3 {
-            let push_all = |list: &mut VecDeque<Vec<u8>>, output: &mut Vec<u8>| {
+            let kind: Kind<VecDeque<_>> = (Value::list, Value::List);
+            update(&mut self.keys, argument(1), kind, output, |list, output| {
                 for index in 2..count {
                     list.push_front(argument(index).to_vec());
                 }
                 write!(output, ":{}\r\n", list.len()).expect("a Vec takes every write");
-            };
-            match self.keys.get_mut(argument(1)) {
-                Some(Value::List(list)) => push_all(list, output),
-                Some(_) => output.extend_from_slice(WRONGTYPE),
-                None => {
-                    let mut list = VecDeque::new();
-                    push_all(&mut list, output);
-                    self.keys.insert(argument(1).to_vec(), Value::List(list));
-                }
-            }
+            });
         } else if name.eq_ignore_ascii_case(b"HSET") && count >= 4 && count % 2 == 0 {
-            let set_all = |hash: &mut HashMap<Vec<u8>, Vec<u8>>, output: &mut Vec<u8>| {
+            let kind: Kind<HashMap<_, _>> = (Value::hash, Value::Hash);
+            update(&mut self.keys, argument(1), kind, output, |hash, output| {
                 let mut added = 0;
                 for pair in (2..count).step_by(2) {
                     let value = argument(pair + 1);
@@ -201,18 +194,52 @@ impl Keyspace {
                     }
                 }
                 write!(output, ":{added}\r\n").expect("a Vec takes every write");
-            };
-            match self.keys.get_mut(argument(1)) {
-                Some(Value::Hash(hash)) => set_all(hash, output),
-                Some(_) => output.extend_from_slice(WRONGTYPE),
-                None => {
-                    let mut hash = HashMap::default();
-                    set_all(&mut hash, output);
-                    self.keys.insert(argument(1).to_vec(), Value::Hash(hash));
-                }
-            }
+            });
         } else {
             output.extend_from_slice(UNSUPPORTED);
+        }
+    }
+}
+
+impl Value {
+    /// The list, or `None` for another type.
+    fn list(&mut self) -> Option<&mut VecDeque<Vec<u8>>> {
+        match self {
+            Value::List(list) => Some(list),
+            _ => None,
+        }
+    }
+
+    /// The hash, or `None` for another type.
+    fn hash(&mut self) -> Option<&mut HashMap<Vec<u8>, Vec<u8>>> {
+        match self {
+            Value::Hash(hash) => Some(hash),
+            _ => None,
+        }
+    }
+}
+
+/// A collection type: how to see a value as one, and how to store one.
+type Kind<C> = (fn(&mut Value) -> Option<&mut C>, fn(C) -> Value);
+
+/// Runs `write` on the collection at `key`, a new empty one for an absent
+/// key (stored after the write); WRONGTYPE for a key of another type.
+fn update<C: Default>(
+    keys: &mut HashMap<Vec<u8>, Value>,
+    key: &[u8],
+    (as_kind, store): Kind<C>,
+    output: &mut Vec<u8>,
+    write: impl FnOnce(&mut C, &mut Vec<u8>),
+) {
+    match keys.get_mut(key) {
+        Some(value) => match as_kind(value) {
+            Some(collection) => write(collection, output),
+            None => output.extend_from_slice(WRONGTYPE),
+        },
+        None => {
+            let mut collection = C::default();
+            write(&mut collection, output);
+            keys.insert(key.to_vec(), store(collection));
         }
     }
 }
