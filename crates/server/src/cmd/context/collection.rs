@@ -26,9 +26,8 @@ pub trait Kind: Default {
     fn of_mut(value: &mut Value) -> Option<&mut Self>;
     /// Wraps a new collection into a value.
     fn into_value(self) -> Value;
-    /// True when a write left nothing in it, so its key goes (as
-    /// [`Value::is_empty_collection`] says).
-    fn is_emptied(&self) -> bool;
+    /// The collection as a borrowed value (the inverse of `of`).
+    fn view(&self) -> ValueRef<'_>;
 }
 
 impl Kind for Hash {
@@ -42,8 +41,8 @@ impl Kind for Hash {
     fn into_value(self) -> Value {
         Value::Hash(self)
     }
-    fn is_emptied(&self) -> bool {
-        self.is_empty()
+    fn view(&self) -> ValueRef<'_> {
+        ValueRef::Hash(self)
     }
 }
 
@@ -58,8 +57,8 @@ impl Kind for Set {
     fn into_value(self) -> Value {
         Value::Set(Box::new(self))
     }
-    fn is_emptied(&self) -> bool {
-        self.is_empty()
+    fn view(&self) -> ValueRef<'_> {
+        ValueRef::Set(self)
     }
 }
 
@@ -74,8 +73,8 @@ impl Kind for List {
     fn into_value(self) -> Value {
         Value::List(self)
     }
-    fn is_emptied(&self) -> bool {
-        self.is_empty()
+    fn view(&self) -> ValueRef<'_> {
+        ValueRef::List(self)
     }
 }
 
@@ -90,8 +89,8 @@ impl Kind for ZSet {
     fn into_value(self) -> Value {
         Value::ZSet(Box::new(self))
     }
-    fn is_emptied(&self) -> bool {
-        self.is_empty()
+    fn view(&self) -> ValueRef<'_> {
+        ValueRef::ZSet(self)
     }
 }
 
@@ -106,9 +105,8 @@ impl Kind for Stream {
     fn into_value(self) -> Value {
         Value::Stream(Box::new(self))
     }
-    fn is_emptied(&self) -> bool {
-        // An empty stream is kept: its last ID and groups are state.
-        false
+    fn view(&self) -> ValueRef<'_> {
+        ValueRef::Stream(self)
     }
 }
 
@@ -173,7 +171,7 @@ pub fn update_tracked<'k, T: Kind, R>(
             let result = edit(&mut entry, T::of_mut, |value| {
                 let edit = f(value)?;
                 changed = edit.is_changed();
-                removed = value.is_emptied();
+                removed = value.view().is_empty_collection();
                 Ok(edit)
             });
             if removed {
